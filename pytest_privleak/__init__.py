@@ -1,0 +1,29 @@
+"""pytest-privleak: privacy-leakage attacks on NLP models as pytest assertions.
+
+Public names are loaded lazily so that pytest start-up never imports torch.
+"""
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+__version__ = "0.1.0"
+
+_PUBLIC = {
+    "LeakResult": ".results",
+    "PrivacyLeakError": ".results",
+    "assert_cea_accuracy_at_most": ".assertions",
+    "assert_exposure_below": ".assertions",
+    "assert_d_exposure_below": ".assertions",
+    "assert_ldp_holds": ".assertions",
+    "canary": ".canaries",
+    "inject_canaries": ".canaries",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PUBLIC:
+        return getattr(import_module(_PUBLIC[name], __name__), name)
+    raise AttributeError(f"module 'pytest_privleak' has no attribute {name!r}")

@@ -1,0 +1,32 @@
+"""Atomic file and directory writes: readers see the old content or the new, never half of it."""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+
+def write_text_atomic(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and ``os.replace``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding=encoding) as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def publish_dir_atomic(staging: Path, final: Path) -> Path:
+    """Move a fully written ``staging`` folder to ``final`` in one rename (replacing a stale one)."""
+    if final.exists():
+        shutil.rmtree(final)
+    os.rename(staging, final)
+    return final

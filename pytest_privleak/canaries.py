@@ -1,0 +1,260 @@
+"""Canary patterns and their injection into a training set (canary-extraction-nlu §4.2, Appendix A).
+
+A canary is a known prefix ``p_1..p_m`` followed by ``n`` secret tokens
+``k_1..k_n`` drawn uniformly from a small vocabulary V0.  The paper's three
+patterns (Table 1, Appendix A):
+
+======  ====================  ==========  ====================  ======================
+name    prefix                prefix tags  V0                   intent
+======  ====================  ==========  ====================  ======================
+call    call                  O           digits 0-9            CallIntent
+pin     my pin code is        O O O O     digits 0-9            PinIntent
+color   color                 O           the 12 colours        ColorIntent
+======  ====================  ==========  ====================  ======================
+
+The secret is tagged ``B-canary I-canary ... I-canary`` (n-1 ``I-``).  The
+paper uses n in {4, 6, 8, 10} (:data:`PAPER_LENGTHS`); any n >= 1 is accepted.
+Chance baselines (§4.3): accuracy ``(1/|V0|)^n``, HDT ``1 - 1/|V0|``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .data.bio import BIOError, validate_bio
+from .data.types import NLUDataset, Utterance
+
+DIGITS: tuple[str, ...] = tuple("0123456789")
+#: The 12 colours of §4.2, in the paper's order.
+COLORS: tuple[str, ...] = ("red", "green", "lilac", "blue", "yellow", "brown",
+                           "cyan", "magenta", "orange", "pink", "purple", "mauve")
+PAPER_LENGTHS: tuple[int, ...] = (4, 6, 8, 10)
+#: Repeats R used in §4.3 (Appendix C adds 1000 and more).
+PAPER_REPEATS: tuple[int, ...] = (1, 10, 100, 500)
+DEFAULT_LENGTH = 4
+
+
+def _check_tokens(arg: str, tokens: Sequence[str], allow_empty: bool) -> tuple[str, ...]:
+    if isinstance(tokens, str):
+        raise ValueError(f"{arg} must be a sequence of tokens, not the string {tokens!r}; fix: use {tuple(tokens.split())!r}")
+    tokens = tuple(tokens)
+    if not tokens and not allow_empty:
+        raise ValueError(f"{arg} must not be empty")
+    for token in tokens:
+        if not isinstance(token, str) or not token or any(c.isspace() for c in token):
+            raise ValueError(f"{arg} token {token!r} must be a non-empty string without whitespace")
+    return tokens
+
+
+@dataclass(frozen=True)
+class CanaryPattern:
+    """A canary template: ``prefix`` then ``length`` secret tokens from ``vocabulary`` (V0)."""
+
+    name: str
+    prefix: tuple[str, ...]
+    vocabulary: tuple[str, ...]
+    length: int
+    intent: str
+    prefix_tags: tuple[str, ...]
+    slot: str = "canary"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"pattern name must be a non-empty string, got {self.name!r}")
+        object.__setattr__(self, "prefix", _check_tokens("prefix", self.prefix, allow_empty=True))
+        vocabulary = _check_tokens("vocabulary", self.vocabulary, allow_empty=False)
+        if len(set(vocabulary)) != len(vocabulary):
+            dup = sorted({t for t in vocabulary if vocabulary.count(t) > 1})
+            raise ValueError(f"vocabulary repeats {dup}; fix: list each candidate token once")
+        if len(vocabulary) < 2:
+            raise ValueError("vocabulary needs at least 2 candidate tokens (with 1 the secret is not secret)")
+        object.__setattr__(self, "vocabulary", vocabulary)
+        if not isinstance(self.length, int) or isinstance(self.length, bool) or self.length < 1:
+            raise ValueError(f"length must be an integer >= 1 (the paper uses {PAPER_LENGTHS}), got {self.length!r}")
+        if not isinstance(self.intent, str) or not self.intent or any(c.isspace() for c in self.intent):
+            raise ValueError(f"intent must be a non-empty string without whitespace, got {self.intent!r}")
+        if not isinstance(self.slot, str) or not self.slot or any(c.isspace() for c in self.slot):
+            raise ValueError(f"slot must be a non-empty string without whitespace, got {self.slot!r}")
+        prefix_tags = tuple(self.prefix_tags)
+        if len(prefix_tags) != len(self.prefix):
+            raise ValueError(f"prefix_tags has {len(prefix_tags)} tags for {len(self.prefix)} prefix tokens "
+                             f"{self.prefix!r}; fix: give one BIO tag per prefix token (usually 'O')")
+        try:
+            validate_bio(prefix_tags + self.secret_tags)
+        except BIOError as exc:
+            raise ValueError(f"prefix_tags {prefix_tags!r}: {exc}") from None
+        object.__setattr__(self, "prefix_tags", prefix_tags)
+
+    @property
+    def secret_tags(self) -> tuple[str, ...]:
+        return (f"B-{self.slot}",) + (f"I-{self.slot}",) * (self.length - 1)
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """``prefix_tags + (B-slot, I-slot, ..., I-slot)``, Appendix A."""
+        return self.prefix_tags + self.secret_tags
+
+    @property
+    def space_size(self) -> int:
+        """Number of possible secrets, ``|V0|^n``."""
+        return len(self.vocabulary) ** self.length
+
+    @property
+    def chance_accuracy(self) -> float:
+        """Accuracy of guessing uniformly from V0, ``(1/|V0|)^n`` (§4.3)."""
+        return (1.0 / len(self.vocabulary)) ** self.length
+
+    @property
+    def chance_hdt(self) -> float:
+        """Hamming distance per token of guessing uniformly from V0, ``1 - 1/|V0|`` (§4.3)."""
+        return 1.0 - 1.0 / len(self.vocabulary)
+
+    def with_length(self, length: int) -> "CanaryPattern":
+        return dataclasses.replace(self, length=length)
+
+
+@dataclass(frozen=True)
+class Canary:
+    """One canary: a pattern and its secret tokens (each in the pattern's V0)."""
+
+    pattern: CanaryPattern
+    secret: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        secret = tuple(self.secret.split()) if isinstance(self.secret, str) else tuple(self.secret)
+        if len(secret) != self.pattern.length:
+            raise ValueError(f"secret {secret!r} has {len(secret)} tokens but pattern {self.pattern.name!r} "
+                             f"has length {self.pattern.length}; fix: pass length={len(secret)} or a secret of "
+                             f"{self.pattern.length} tokens")
+        for i, token in enumerate(secret):
+            if token not in self.pattern.vocabulary:
+                raise ValueError(f"secret token {i + 1} ({token!r}) is not in the vocabulary V0 of pattern "
+                                 f"{self.pattern.name!r}: {list(self.pattern.vocabulary)}")
+        object.__setattr__(self, "secret", secret)
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        return self.pattern.prefix + self.secret
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return self.pattern.tags
+
+    @property
+    def intent(self) -> str:
+        return self.pattern.intent
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.tokens)
+
+    @property
+    def prefix_len(self) -> int:
+        return len(self.pattern.prefix)
+
+    @property
+    def secret_indices(self) -> tuple[int, ...]:
+        """Index of each secret token in ``pattern.vocabulary`` (the attack's class labels)."""
+        return tuple(self.pattern.vocabulary.index(t) for t in self.secret)
+
+    @property
+    def utterance(self) -> Utterance:
+        return Utterance(self.tokens, self.tags, self.intent)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+#: Appendix A patterns at the paper's shortest length; :func:`make_pattern` sets the length.
+PATTERNS: dict[str, CanaryPattern] = {
+    "call": CanaryPattern("call", ("call",), DIGITS, DEFAULT_LENGTH, "CallIntent", ("O",)),
+    "pin": CanaryPattern("pin", ("my", "pin", "code", "is"), DIGITS, DEFAULT_LENGTH, "PinIntent", ("O",) * 4),
+    "color": CanaryPattern("color", ("color",), COLORS, DEFAULT_LENGTH, "ColorIntent", ("O",)),
+}
+
+
+def make_pattern(name_or_pattern: str | CanaryPattern, length: int | None = None) -> CanaryPattern:
+    """A pattern by name (``call``, ``pin``, ``color``) or as given, with ``length`` secret tokens.
+
+    ``length=None`` means 4 for a named pattern and the pattern's own length
+    for a :class:`CanaryPattern`.
+    """
+    if isinstance(name_or_pattern, CanaryPattern):
+        pattern = name_or_pattern
+    elif isinstance(name_or_pattern, str) and name_or_pattern in PATTERNS:
+        pattern = PATTERNS[name_or_pattern]
+        length = DEFAULT_LENGTH if length is None else length
+    else:
+        raise ValueError(f"unknown canary pattern {name_or_pattern!r}; known: {', '.join(PATTERNS)} "
+                         "(or build one with custom_pattern())")
+    return pattern if length is None or length == pattern.length else pattern.with_length(length)
+
+
+def custom_pattern(name: str, prefix: Sequence[str], vocabulary: Sequence[str], length: int, intent: str,
+                   prefix_tags: Sequence[str] | None = None, slot: str = "canary") -> CanaryPattern:
+    """A user-defined pattern; ``prefix_tags`` defaults to ``O`` for every prefix token."""
+    prefix = _check_tokens("prefix", prefix, allow_empty=True)
+    tags = ("O",) * len(prefix) if prefix_tags is None else tuple(prefix_tags)
+    return CanaryPattern(name, prefix, tuple(vocabulary), length, intent, tags, slot)
+
+
+def canary(pattern: str | CanaryPattern = "pin", length: int | None = None, seed: int = 0, *,
+           secret: Sequence[str] | str | None = None) -> Canary:
+    """One canary; the secret is drawn uniformly from V0^n with ``seed`` unless given.
+
+    ``length=None``: 4 for a named pattern, the pattern's own length for a
+    :class:`CanaryPattern`, or the length of an explicit ``secret``.
+    """
+    if secret is not None:
+        secret_tokens = tuple(secret.split()) if isinstance(secret, str) else tuple(secret)
+        if length is not None and length != len(secret_tokens):
+            raise ValueError(f"length={length} but secret {secret_tokens!r} has {len(secret_tokens)} tokens; "
+                             "fix: drop length or make them agree")
+        return Canary(make_pattern(pattern, len(secret_tokens)), secret_tokens)
+    p = make_pattern(pattern, length)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise ValueError(f"seed must be an integer, got {seed!r}")
+    rng = random.Random(f"canary:{seed}")
+    return Canary(p, tuple(p.vocabulary[rng.randrange(len(p.vocabulary))] for _ in range(p.length)))
+
+
+def split_repeats(repeats: int) -> tuple[int, int]:
+    """(train, valid) copies of R repeats, 9:1 as in Appendix A, train rounded half up (R=1 -> (1, 0))."""
+    if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
+        raise ValueError(f"repeats must be an integer >= 1 (the paper uses {PAPER_REPEATS}), got {repeats!r}")
+    n_train = (9 * repeats + 5) // 10
+    return n_train, repeats - n_train
+
+
+def _insert(items: tuple[Utterance, ...], extra: list[Utterance], rng: random.Random) -> tuple[Utterance, ...]:
+    """``items`` with ``extra`` (shuffled) at random positions; the original order is kept."""
+    rng.shuffle(extra)
+    total = len(items) + len(extra)
+    slots = set(rng.sample(range(total), len(extra)))
+    originals, extras = iter(items), iter(extra)
+    return tuple(next(extras) if i in slots else next(originals) for i in range(total))
+
+
+def inject_canaries(dataset: NLUDataset, canaries: Canary | Sequence[Canary], repeats: int = 100,
+                    seed: int = 0) -> NLUDataset:
+    """A new dataset with ``repeats`` copies of each canary, split 9:1 between train and valid (Appendix A).
+
+    Copies land at positions drawn with ``seed``; the original utterances keep
+    their order and the test split is untouched.
+    """
+    if not isinstance(dataset, NLUDataset):
+        raise TypeError(f"dataset must be an NLUDataset, got {type(dataset).__name__}")
+    items = [canaries] if isinstance(canaries, Canary) else list(canaries)
+    if not items:
+        raise ValueError("no canaries given; fix: pass a Canary or a non-empty sequence of them")
+    for i, item in enumerate(items):
+        if not isinstance(item, Canary):
+            raise TypeError(f"canaries[{i}] is {type(item).__name__}; build it with canary(...)")
+    n_train, n_valid = split_repeats(repeats)
+    rng = random.Random(f"inject:{seed}")
+    train = _insert(dataset.train, [c.utterance for c in items for _ in range(n_train)], rng)
+    valid = _insert(dataset.valid, [c.utterance for c in items for _ in range(n_valid)], rng)
+    label = ",".join(f"{c.pattern.name}:{' '.join(c.secret)}" for c in items)
+    return dataset.replace(train=train, valid=valid, name=f"{dataset.name}+canaries[{label}]x{repeats}")

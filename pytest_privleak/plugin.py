@@ -1,0 +1,154 @@
+"""pytest hooks of pytest-privleak: options, fixtures, result plumbing, terminal summary.
+
+Thin on purpose: nothing heavy (torch, transformers) is imported until a
+fixture or an assertion is used, so a plain ``pytest`` run pays nothing.
+"""
+from __future__ import annotations
+
+import pytest
+
+from . import results as _results
+from .settings import Settings, read_settings
+
+SETTINGS_KEY = pytest.StashKey[Settings]()
+ITEM_RESULTS_KEY = pytest.StashKey[list]()
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("privleak", "privacy leakage assertions (pytest-privleak)")
+    group.addoption("--privleak-device", dest="privleak_device", default=None,
+                    help="device for targets and attacks: auto (default), cpu, cuda or cuda:N")
+    group.addoption("--privleak-devices", dest="privleak_devices", default=None,
+                    help="comma-separated devices assigned to xdist workers in turn, e.g. cuda:0,cuda:1")
+    group.addoption("--privleak-seed", dest="privleak_seed", default=None,
+                    help="base seed for canaries, training and attacks (default 0)")
+    group.addoption("--privleak-cache-dir", dest="privleak_cache_dir", default=None,
+                    help="folder of the trained-target cache (default .privleak-cache under the rootdir)")
+    parser.addini("privleak_device", "default for --privleak-device", default="")
+    parser.addini("privleak_devices", "default for --privleak-devices", default="")
+    parser.addini("privleak_seed", "default for --privleak-seed", default="")
+    parser.addini("privleak_cache_dir", "default for --privleak-cache-dir", default="")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "privleak: a privacy-leakage test (pytest-privleak)")
+    try:
+        config.stash[SETTINGS_KEY] = read_settings(config)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if not hasattr(config, "workerinput"):
+        from .collector import ResultCollector
+
+        config.pluginmanager.register(ResultCollector(config), "privleak-collector")
+
+
+# --- fixtures -------------------------------------------------------------------------
+
+
+def _settings(request: pytest.FixtureRequest) -> Settings:
+    return request.config.stash[SETTINGS_KEY]
+
+
+@pytest.fixture(scope="session")
+def privleak_device(request: pytest.FixtureRequest) -> str:
+    """The torch device of this process: xdist worker ``gwK`` gets GPU ``K mod count``, else CPU."""
+    from .device import resolve_device
+
+    settings = _settings(request)
+    worker = getattr(request.config, "workerinput", {}).get("workerid")
+    try:
+        return resolve_device(settings.device, worker, list(settings.devices) or None)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+@pytest.fixture(scope="session")
+def privleak_seed(request: pytest.FixtureRequest) -> int:
+    """The run's base seed (``--privleak-seed``); the same seed gives the same figures on CPU."""
+    return _settings(request).seed
+
+
+@pytest.fixture(scope="session")
+def privleak_cache(request: pytest.FixtureRequest):
+    """The content-addressed cache of trained targets (``--privleak-cache-dir``)."""
+    from .cache import TargetCache
+
+    return TargetCache(_settings(request).cache_dir)
+
+
+@pytest.fixture(scope="session")
+def nlu_dataset(privleak_seed: int):
+    """The bundled Snips-like joint intent + slot corpus (7 intents, BIO slots), generated offline."""
+    from .data.synthetic import generate_snips_like
+
+    return generate_snips_like(seed=privleak_seed)
+
+
+@pytest.fixture(scope="session")
+def canary(privleak_seed: int):
+    """Factory: ``canary("pin", length=4, seed=...)`` builds a canary of canary-extraction-nlu App. A."""
+    from . import canaries
+
+    def make(pattern="pin", length: int = 4, seed: int | None = None, **kwargs):
+        return canaries.canary(pattern, length, seed=privleak_seed if seed is None else seed, **kwargs)
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def inject_canaries(privleak_seed: int):
+    """Factory: ``inject_canaries(dataset, canaries, repeats=R)`` inserts R copies, 9:1 train:valid."""
+    from . import canaries
+
+    def inject(dataset, items, repeats: int = 100, seed: int | None = None):
+        return canaries.inject_canaries(dataset, items, repeats=repeats,
+                                        seed=privleak_seed if seed is None else seed)
+
+    return inject
+
+
+@pytest.fixture(scope="session")
+def train_target(privleak_device: str, privleak_cache, privleak_seed: int):
+    """Factory: ``train_target(kind, dataset, **config)`` trains once per content hash, else loads.
+
+    Kinds: ``"joint-bilstm-crf"`` (canary-extraction-nlu §4.1) and the others in
+    ``pytest_privleak.targets.KINDS``. Training runs on this worker's device.
+    """
+    from .targets import train_target as _train
+
+    def train(kind: str, dataset, seed: int | None = None, **config):
+        return _train(kind, dataset, device=privleak_device, cache=privleak_cache,
+                      seed=privleak_seed if seed is None else seed, **config)
+
+    return train
+
+
+# --- results: record per test, ship with the report, summarise ---------------------------
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    sink = item.stash.setdefault(ITEM_RESULTS_KEY, [])
+    _results.set_sink(sink)
+    try:
+        return (yield)
+    finally:
+        _results.set_sink(None)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    if call.when == "call":
+        found = item.stash.get(ITEM_RESULTS_KEY, [])
+        # A plain JSON-safe attribute: xdist serialises it with the report to the controller.
+        report.privleak_results = [r.to_json() for r in found]
+        for r in found:
+            report.user_properties.append((f"privleak:{r.name}", r.value))
+    return report

@@ -1,0 +1,76 @@
+"""What each attack needs of a model: small protocols, not our own classes.
+
+A user adapts their model with a few lines; our built-in targets implement
+these too. Torch appears only in annotations, so importing this module is cheap.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+    import torch
+
+    from .data.types import Utterance
+
+
+@runtime_checkable
+class SoftInputModel(Protocol):
+    """Open-box NLU model for canary extraction (canary-extraction-nlu §3).
+
+    ``vocabulary[i]`` names row ``i`` of :meth:`input_embeddings`, the matrix
+    ``W`` whose rows are what the network reads for each token (for a model
+    with character features, the word vector concatenated with the character
+    representation of that word). The attack feeds ``W^T a`` (eq. 2) into
+    :meth:`loss_from_embeddings` and needs gradients with respect to it only.
+    """
+
+    vocabulary: Sequence[str]
+
+    def input_embeddings(self) -> "torch.Tensor":
+        """``[|V|, d]`` float tensor on the model's device, detached from training."""
+
+    def loss_from_embeddings(self, embeddings: "torch.Tensor", intents: Sequence[str],
+                             tags: Sequence[Sequence[str]]) -> "torch.Tensor":
+        """Per-row training loss ``[B]`` for inputs ``[B, L, d]`` and their known labels.
+
+        Rows share one length ``L``; the model is in evaluation mode and its
+        weights frozen; the result is differentiable with respect to ``embeddings``.
+        """
+
+
+@runtime_checkable
+class SequenceScorer(Protocol):
+    """Scores whole utterances; lower means the model finds it more likely (exposure)."""
+
+    def score(self, utterances: Sequence["Utterance"]) -> "np.ndarray":
+        """``[N]`` float scores: log-perplexity for a language model, training loss for a classifier."""
+
+
+@runtime_checkable
+class TokenScorer(Protocol):
+    """Per-token label probabilities (d-exposure; for a CRF, its marginals)."""
+
+    labels: Sequence[str]
+
+    def token_label_probs(self, sentences: Sequence[Sequence[str]]) -> list["np.ndarray"]:
+        """For each sentence a ``[len, len(labels)]`` array of label probabilities."""
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    """Sentence encoder attacked through its embeddings."""
+
+    def encode(self, texts: Sequence[str]) -> "np.ndarray":
+        """``[N, d]`` embeddings."""
+
+
+@runtime_checkable
+class Mechanism(Protocol):
+    """Local randomiser audited for its ε (hoho-attack-ome-ldp §2); see ``ldp.mechanisms``."""
+
+    epsilon: float
+    domain: Any
+
+    def __call__(self, inputs: "np.ndarray", rng: "np.random.Generator") -> "np.ndarray":
+        """Randomise every row of ``inputs`` independently; vectorised."""

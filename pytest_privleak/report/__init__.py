@@ -1,0 +1,1 @@
+"""Writers of the privacy report: terminal table, JSON, HTML, Markdown."""

@@ -1,0 +1,71 @@
+"""LeakResult verdicts, messages, JSON round trip and recording."""
+import math
+
+import pytest
+
+from pytest_privleak.assertions import check
+from pytest_privleak.results import LeakResult, PrivacyLeakError, record, set_sink
+
+
+def _result(value, threshold=0.0, direction="at_most", **kw):
+    return LeakResult(attack="cea", metric="accuracy", value=value, threshold=threshold,
+                      direction=direction, interval=(0.1, 0.9), confidence=0.95, chance=1e-4,
+                      label="my pin code is 3 1 4 1", evidence={"reconstructed": "3 1 4 1"},
+                      extra={"hdt": 0.25}, remedy="train with dropout 0.2", **kw)
+
+
+def test_verdict_follows_direction():
+    assert _result(0.0).passed
+    assert not _result(0.5).passed
+    assert _result(0.5, threshold=0.4, direction="at_least").passed
+    assert not _result(0.3, threshold=0.4, direction="at_least").passed
+    assert LeakResult("x", "y", 3.0).verdict == "measured"
+
+
+def test_message_names_figure_interval_threshold_chance_evidence_and_remedy():
+    text = _result(0.5).explain()
+    for piece in ("0.500", "95% CI 0.100 .. 0.900", "at most 0.000", "chance     : 1.00e-04",
+                  "reconstructed", "3 1 4 1", "hdt", "remedy", "dropout 0.2"):
+        assert piece in text, piece
+
+
+def test_remedy_is_omitted_when_passing():
+    assert "remedy" not in _result(0.0).explain()
+
+
+def test_json_round_trip():
+    r = _result(0.5, tolerance=0.1, target={"content_hash": "abc"})
+    data = r.to_json()
+    assert data["verdict"] == "FAIL" and data["passed"] is False
+    again = LeakResult.from_json(data)
+    assert again == r
+
+
+def test_nan_value_is_a_clear_error():
+    with pytest.raises(ValueError, match="NaN"):
+        LeakResult("exposure", "exposure_bits", math.nan)
+
+
+def test_bad_direction_is_rejected():
+    with pytest.raises(ValueError, match="direction"):
+        LeakResult("x", "y", 1.0, direction="below")
+
+
+def test_check_records_and_raises():
+    sink = []
+    set_sink(sink)
+    try:
+        check(_result(0.0))
+        with pytest.raises(PrivacyLeakError) as info:
+            check(_result(0.7))
+    finally:
+        set_sink(None)
+    assert len(sink) == 2
+    assert isinstance(info.value, AssertionError)
+    assert info.value.result.value == 0.7
+
+
+def test_record_without_sink_is_a_no_op():
+    set_sink(None)
+    r = _result(0.0)
+    assert record(r) is r
