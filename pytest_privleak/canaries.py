@@ -38,7 +38,8 @@ DEFAULT_LENGTH = 4
 
 def _check_tokens(arg: str, tokens: Sequence[str], allow_empty: bool) -> tuple[str, ...]:
     if isinstance(tokens, str):
-        raise ValueError(f"{arg} must be a sequence of tokens, not the string {tokens!r}; fix: use {tuple(tokens.split())!r}")
+        raise ValueError(f"{arg} must be a sequence of tokens, not the string {tokens!r}; "
+                         f"fix: use {tuple(tokens.split())!r}")
     tokens = tuple(tokens)
     if not tokens and not allow_empty:
         raise ValueError(f"{arg} must not be empty")

@@ -127,3 +127,19 @@ def test_jsonl_file_level_errors(tmp_path):
     assert "line 1: 'split' is None" in str(error(load_jsonl, no_split))
     only_train = write_jsonl(tmp_path / "b.jsonl", [{**ROW, "split": "train"}])
     assert 'no line has "split": "valid"' in str(error(load_jsonl, only_train))
+
+
+def test_generated_corpus_round_trips_through_both_formats(tmp_path):
+    from pytest_privleak.data import generate_snips_like
+
+    corpus = generate_snips_like(60, 10, 10, seed=4)
+    rows = []
+    for split, utts in corpus.splits().items():
+        folder = tmp_path / "three" / split
+        folder.mkdir(parents=True)
+        for name, field in (("seq.in", "tokens"), ("seq.out", "tags")):
+            (folder / name).write_text("".join(" ".join(getattr(u, field)) + "\n" for u in utts))
+        (folder / "label").write_text("".join(u.intent + "\n" for u in utts))
+        rows += [{**u.to_json(), "split": split} for u in utts]
+    assert load_three_file(tmp_path / "three").content_hash() == corpus.content_hash()
+    assert load_jsonl(write_jsonl(tmp_path / "all.jsonl", rows)).content_hash() == corpus.content_hash()

@@ -83,10 +83,12 @@ def load_three_file_split(directory: Path | str) -> tuple[Utterance, ...]:
         tokens, tags, intent = text.split(), tag_line.split(), intent.strip()
         for path, empty in ((paths[0], not tokens), (paths[1], not tags), (paths[2], not intent)):
             if empty:
-                raise DataFormatError(path, i, "line is blank", "remove the utterance from all three files or fill it in")
+                raise DataFormatError(path, i, "line is blank",
+                                      "remove the utterance from all three files or fill it in")
         _check_tags(paths[1], i, tokens, tags, f"{paths[0].name} line {i}")
         if len(intent.split()) != 1:
-            raise DataFormatError(paths[2], i, f"intent {intent!r} contains whitespace", "use one token per intent label")
+            raise DataFormatError(paths[2], i, f"intent {intent!r} contains whitespace",
+                                  "use one token per intent label")
         utterances.append(Utterance(tuple(tokens), tuple(tags), intent))
     return tuple(utterances)
 
@@ -123,7 +125,8 @@ def load_three_file(directory: Path | str, name: str | None = None) -> NLUDatase
 
 def _field(path: Path, line: int, obj: dict, key: str) -> list[str]:
     if key not in obj:
-        raise DataFormatError(path, line, f"missing key {key!r}", 'write {"tokens": [...], "tags": [...], "intent": "..."}')
+        raise DataFormatError(path, line, f"missing key {key!r}",
+                              'write {"tokens": [...], "tags": [...], "intent": "..."}')
     value = obj[key]
     if isinstance(value, str):
         return value.split()
@@ -152,7 +155,8 @@ def _parse_jsonl(path: Path) -> list[tuple[int, dict, Utterance]]:
         _check_tags(path, i, tokens, tags, "'tokens'")
         intent = obj.get("intent")
         if not isinstance(intent, str) or not intent.strip() or len(intent.split()) != 1:
-            raise DataFormatError(path, i, f"'intent' is {intent!r}", "give the intent as one non-empty string without spaces")
+            raise DataFormatError(path, i, f"'intent' is {intent!r}",
+                                  "give the intent as one non-empty string without spaces")
         rows.append((i, obj, Utterance(tuple(tokens), tuple(tags), intent.strip())))
     return rows
 
@@ -174,7 +178,8 @@ def load_jsonl(path: Path | str, name: str | None = None) -> NLUDataset:
         split = SPLIT_ALIASES.get(obj.get("split"))
         if split is None:
             raise DataFormatError(path, i, f"'split' is {obj.get('split')!r}",
-                                  "set \"split\" to one of train, valid (or dev), test; or use one file per split in a folder")
+                                  'set "split" to one of train, valid (or dev), test; '
+                                  "or use one file per split in a folder")
         splits[split].append(utterance)
     for required in ("train", "valid"):
         if not splits[required]:

@@ -53,7 +53,8 @@ def load_grammar(directory: Path | None = None) -> tuple[dict[str, tuple[Templat
             for word in text.split():
                 match = _PLACEHOLDER.match(word)
                 if word.startswith("{") and not match:
-                    raise ValueError(f"{directory / 'templates.json'}: bad placeholder {word!r} in {intent!r}: {text!r}")
+                    raise ValueError(f"{directory / 'templates.json'}: bad placeholder {word!r} in {intent!r}: "
+                                     f"{text!r}; fix: write {{slot}} or {{slot=list}}")
                 if match:
                     slot, source = match.group(1), match.group(2) or match.group(1)
                     if source not in values:

@@ -1,0 +1,1 @@
+"""A small joint intent + slot model: the kind of model repository pytest-privleak is for."""

@@ -1,0 +1,72 @@
+"""Our team's joint intent + slot model: word embeddings, one BiGRU, two softmax heads.
+
+It is deliberately not the plugin's built-in BiLSTM-CRF: ``SoftInputAdapter``
+shows the few lines a team writes so the plugin's attacks can reach its own
+model (the soft-input protocol of pytest-privleak).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+from torch import nn
+
+PAD, UNK = "<pad>", "<unk>"
+
+
+@dataclass(frozen=True)
+class Labels:
+    tokens: tuple[str, ...]
+    intents: tuple[str, ...]
+    tags: tuple[str, ...]
+
+    @classmethod
+    def from_utterances(cls, utterances) -> "Labels":
+        tokens = sorted({t for u in utterances for t in u.tokens})
+        return cls((PAD, UNK, *tokens), tuple(sorted({u.intent for u in utterances})),
+                   tuple(sorted({t for u in utterances for t in u.tags})))
+
+
+class IntentSlotGRU(nn.Module):
+    def __init__(self, labels: Labels, dim: int = 48, hidden: int = 48) -> None:
+        super().__init__()
+        self.labels = labels
+        self.embedding = nn.Embedding(len(labels.tokens), dim, padding_idx=0)
+        self.encoder = nn.GRU(dim, hidden, batch_first=True, bidirectional=True)
+        self.intent_head = nn.Linear(2 * hidden, len(labels.intents))
+        self.tag_head = nn.Linear(2 * hidden, len(labels.tags))
+
+    def forward_embeddings(self, embeddings: torch.Tensor, mask: torch.Tensor):
+        states, _ = self.encoder(embeddings)
+        pooled = (states * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True)
+        return self.intent_head(pooled), self.tag_head(states)
+
+    def loss_from_embeddings(self, embeddings, mask, intent_ids, tag_ids) -> torch.Tensor:
+        """Per-example loss: intent cross-entropy + mean token cross-entropy."""
+        intent_logits, tag_logits = self.forward_embeddings(embeddings, mask)
+        intent_loss = nn.functional.cross_entropy(intent_logits, intent_ids, reduction="none")
+        token_loss = nn.functional.cross_entropy(tag_logits.transpose(1, 2), tag_ids, reduction="none")
+        return intent_loss + (token_loss * mask).sum(1) / mask.sum(1)
+
+
+class SoftInputAdapter:
+    """Exposes ``IntentSlotGRU`` through pytest-privleak's ``SoftInputModel`` protocol."""
+
+    def __init__(self, model: IntentSlotGRU) -> None:
+        self.model = model.eval()
+        for parameter in self.model.parameters():
+            parameter.requires_grad_(False)
+        self.vocabulary = list(model.labels.tokens)
+        self.content_hash = None
+
+    def input_embeddings(self) -> torch.Tensor:
+        return self.model.embedding.weight.detach()
+
+    def loss_from_embeddings(self, embeddings: torch.Tensor, intents: Sequence[str],
+                             tags: Sequence[Sequence[str]]) -> torch.Tensor:
+        labels = self.model.labels
+        intent_ids = torch.tensor([labels.intents.index(i) for i in intents], device=embeddings.device)
+        tag_ids = torch.tensor([[labels.tags.index(t) for t in row] for row in tags], device=embeddings.device)
+        mask = torch.ones(embeddings.shape[:2], device=embeddings.device)
+        return self.model.loss_from_embeddings(embeddings, mask, intent_ids, tag_ids)
