@@ -15,3 +15,23 @@ def check(result: LeakResult) -> LeakResult:
     if not result.passed:
         raise PrivacyLeakError(result)
     return result
+
+
+# The public helpers live next to their attack maths and are re-exported here,
+# loaded on first use so that importing this module (and ``check``) stays cheap.
+_HELPERS = {
+    "assert_cea_accuracy_at_most": ".attacks.cea_assertion",
+    "assert_exposure_below": ".attacks.exposure_assertion",
+    "assert_d_exposure_below": ".attacks.exposure_assertion",
+    "assert_ldp_holds": ".ldp.assertion",
+}
+
+__all__ = ["check", *sorted(_HELPERS)]
+
+
+def __getattr__(name: str):
+    if name in _HELPERS:
+        from importlib import import_module
+
+        return getattr(import_module(_HELPERS[name], __package__), name)
+    raise AttributeError(f"module 'pytest_privleak.assertions' has no attribute {name!r}")

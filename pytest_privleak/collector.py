@@ -1,47 +1,226 @@
-"""Gathers every test's results in the controlling process (with or without xdist).
+"""Gathers every privacy test's results, across xdist workers, into one report.
 
-Each test report carries its results as JSON (``report.privleak_results``),
-which xdist ships from workers unchanged; this collector rebuilds them, calls
-the ``pytest_privleak_result`` hook and prints the terminal summary.
+Two channels carry results to the controlling process, and they are merged
+so that nothing is counted twice:
+
+* each test report carries ``report.privleak`` (results, device, seed), which
+  xdist ships to the controller as soon as the test ends (so results of tests
+  finished before a worker crash survive);
+* at the end, each worker puts a JSON payload (its tests, results, device)
+  in ``config.workeroutput["privleak"]``; the controller reads it in
+  ``pytest_testnodedown`` and fills in whatever it has not seen. A worker that
+  went down with an error, or without a payload, is recorded as crashed and
+  named in the report, with the test it was running.
+
+Results are keyed by (node id, position in the test), so the merged set is
+the same with no xdist, ``-n 2`` and ``-p no:xdist``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from .results import LeakResult
 
+PAYLOAD_KEY = "privleak"
+
 
 @dataclass
 class CollectedResult:
+    """One result with its test, as the terminal table and the hook see it."""
+
     nodeid: str
     outcome: str
     result: LeakResult
     duration: float = 0.0
 
 
-class ResultCollector:
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-        self.collected: list[CollectedResult] = []
+@dataclass
+class TestRecord:
+    """One privacy test: outcome, where and how it ran, and its results (``LeakResult.to_json`` dicts)."""
+
+    __test__ = False  # not a pytest test class
+
+    nodeid: str
+    outcome: str = "passed"
+    duration: float = 0.0
+    worker: str | None = None
+    device: str | None = None
+    seed: int | None = None
+    results: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _worker_of(report: pytest.TestReport) -> str | None:
+    node = getattr(report, "node", None)
+    workerinput = getattr(node, "workerinput", None) or {}
+    return workerinput.get("workerid")
+
+
+class Recorder:
+    """Builds :class:`TestRecord` s from test reports; used on workers and on the controller."""
+
+    def __init__(self) -> None:
+        self.tests: dict[str, TestRecord] = {}
+
+    def _on_new_results(self, record: TestRecord, start: int) -> None:
+        """Called when ``record.results[start:]`` were first seen (the controller runs the hook)."""
+
+    def add_results(self, record: TestRecord, results: list[dict[str, Any]], *, replace: bool) -> None:
+        known = len(record.results)
+        if replace:
+            record.results = list(results)
+        elif len(results) > known:
+            record.results.extend(results[known:])
+        if len(record.results) > known:
+            self._on_new_results(record, known)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        payload = getattr(report, "privleak_results", None)
-        if report.when != "call" or not payload:
+        meta = getattr(report, "privleak", None)
+        if meta is None:
             return
-        for data in payload:
-            item = CollectedResult(report.nodeid, report.outcome, LeakResult.from_json(data),
-                                   float(getattr(report, "duration", 0.0)))
-            self.collected.append(item)
-            self.config.hook.pytest_privleak_result(config=self.config, nodeid=item.nodeid,
-                                                    result=item.result)
+        record = self.tests.setdefault(report.nodeid, TestRecord(report.nodeid))
+        record.worker = _worker_of(report) or record.worker
+        record.device = meta.get("device") or record.device
+        record.seed = meta.get("seed", record.seed)
+        if report.when == "call":
+            record.outcome = report.outcome
+            record.duration = float(getattr(report, "duration", 0.0))
+            self.add_results(record, meta.get("results", []), replace=True)
+        elif report.failed:
+            record.outcome = "error"
+        elif report.when == "setup" and report.skipped:
+            record.outcome = "skipped"
+
+
+class WorkerRecorder(Recorder):
+    """On an xdist worker: records locally, then hands everything over in ``config.workeroutput``."""
+
+    def __init__(self, config: pytest.Config, device_of) -> None:
+        super().__init__()
+        self.config = config
+        self.device_of = device_of
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self) -> None:
+        # Runs inside xdist's own sessionfinish wrapper, before it sends "workerfinished".
+        payload = {"worker": self.config.workerinput.get("workerid"), "device": self.device_of(),
+                   "gpu": os.environ.get("PRIVLEAK_PINNED_GPU"),
+                   "tests": [asdict(t) for t in self.tests.values()]}
+        self.config.workeroutput[PAYLOAD_KEY] = json.dumps(payload)
+
+
+class ResultCollector(Recorder):
+    """On the controller (or a run without xdist): merges, reports, gates, summarises."""
+
+    def __init__(self, config: pytest.Config, settings, baseline: dict | None = None) -> None:
+        super().__init__()
+        self.config = config
+        self.settings = settings
+        self.baseline = baseline
+        self.workers: dict[str, dict[str, Any]] = {}
+        self.crashed_tests: dict[str, str] = {}
+        self.report: dict[str, Any] | None = None
+        self.written: dict[str, Path] = {}
+        self.errors: list[str] = []
+
+    @property
+    def collected(self) -> list[CollectedResult]:
+        return [CollectedResult(t.nodeid, t.outcome, LeakResult.from_json(r), t.duration)
+                for t in sorted(self.tests.values(), key=lambda t: t.nodeid) for r in t.results]
+
+    def _on_new_results(self, record: TestRecord, start: int) -> None:
+        for data in record.results[start:]:
+            self.config.hook.pytest_privleak_result(config=self.config, nodeid=record.nodeid,
+                                                    result=LeakResult.from_json(data))
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "???":  # xdist's stand-in report for the test a crashed worker was running
+            worker = _worker_of(report) or "?"
+            self.crashed_tests[worker] = report.nodeid
+            record = self.tests.setdefault(report.nodeid, TestRecord(report.nodeid, worker=worker))
+            record.outcome = "crashed"
+            return
+        super().pytest_runtest_logreport(report)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error) -> None:
+        """xdist: a worker finished or died; merge its payload, or record it as crashed."""
+        worker = node.workerinput["workerid"]
+        raw = (getattr(node, "workeroutput", None) or {}).get(PAYLOAD_KEY)
+        payload = json.loads(raw) if raw else {}
+        for data in payload.get("tests", []):
+            record = self.tests.setdefault(data["nodeid"], TestRecord(data["nodeid"], outcome=data["outcome"],
+                                                                      duration=data["duration"]))
+            record.worker = record.worker or worker
+            record.device = record.device or data.get("device")
+            record.seed = data.get("seed") if record.seed is None else record.seed
+            self.add_results(record, data.get("results", []), replace=False)
+        crashed = error is not None or not raw
+        reason = None
+        if crashed:
+            reason = str(error) if error is not None else "the worker sent no privleak results"
+        self.workers[worker] = {"id": worker, "device": payload.get("device"), "gpu": payload.get("gpu"),
+                                "status": "crashed" if crashed else "ok", "error": reason,
+                                "crashed_test": None}
+
+    # --- end of session: report, baseline gate, exit status ---------------------------------
+
+    def build(self) -> dict[str, Any]:
+        from .report.model import build_report, make_test_entry
+
+        tests = [make_test_entry(t.nodeid, t.outcome, t.duration, t.worker, t.device, t.seed, t.results)
+                 for t in sorted(self.tests.values(), key=lambda t: t.nodeid)]
+        workers = []
+        for wid in sorted(self.workers, key=lambda w: (len(w), w)):
+            workers.append({**self.workers[wid], "crashed_test": self.crashed_tests.get(wid)})
+        return build_report(tests, workers, seed=self.settings.seed, xdist=bool(self.workers))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        from .report.model import encode
+
+        settings = self.settings
+        if not (self.tests or settings.report_dir or settings.baseline or settings.save_baseline):
+            return
+        report = self.build()
+        if self.baseline is not None:
+            from .baseline import compare
+
+            report["baseline"] = encode(compare(report, self.baseline, settings.tolerances,
+                                                str(settings.baseline)))
+        self.config.hook.pytest_privleak_report(config=self.config, report=report)
+        self.report = report
+        self._write(report)
+        gate_failed = bool(report.get("baseline") and report["baseline"]["regressions"])
+        if (gate_failed or self.errors) and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _write(self, report: dict[str, Any]) -> None:
+        from .report.writer import write_baseline, write_report
+
+        settings = self.settings
+        try:
+            if settings.report_dir is not None:
+                self.written.update(write_report(report, settings.report_dir))
+            if settings.save_baseline is not None:
+                self.written["baseline"] = write_baseline(report, settings.save_baseline)
+        except OSError as exc:
+            self.errors.append(f"privleak could not write its report: {exc}; check that the folder is writable")
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
-        if not self.collected:
-            return
-        from .report.terminal import summary_lines
+        from .report.terminal import report_lines
 
+        if self.report is None:
+            return
+        lines = report_lines(self.report, self.collected, self.written, self.errors)
+        if not lines:
+            return
         terminalreporter.section("privleak results")
-        for line in summary_lines(self.collected):
-            terminalreporter.write_line(line)
+        for line in lines:
+            markup = {"red": True, "bold": True} if line.lstrip().startswith(("REGRESSION", "privleak baseline gate FAILED", "worker", "privleak could")) else {}
+            terminalreporter.write_line(line, **markup)

@@ -3,10 +3,25 @@
 Worker ``gwK`` gets GPU ``K mod count`` (or the K-th entry of an explicit
 device list), so ``pytest -n <gpus>`` puts one worker on each GPU. Parsing and
 mapping are pure functions; only :func:`cuda_device_count` touches torch.
+
+How a worker is pinned (decided here, documented in the README): when the
+worker starts (``pytest_configure``) and torch has not been imported yet, the
+worker narrows ``CUDA_VISIBLE_DEVICES`` to its one GPU, so CUDA, whenever it
+initialises, sees only that GPU and nothing (not even a stray ``.cuda()``)
+lands on another worker's GPU; inside the worker that GPU is ``cuda:0``. When
+torch was already imported (a conftest imported it), the environment can no
+longer be trusted to take effect, so the worker keeps every GPU visible and
+uses the explicit device ``cuda:K`` (and ``torch.cuda.set_device``) instead.
+An explicit ``--privleak-devices`` list is never rewritten into the
+environment: its entries are used as given.
 """
 from __future__ import annotations
 
+import os
 import re
+import sys
+from collections.abc import Mapping, MutableMapping
+from pathlib import Path
 
 ACCEPTED = "auto, cpu, cuda or cuda:N (N a GPU index)"
 _DEVICE_RE = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
@@ -67,3 +82,91 @@ def resolve_device(requested: str, worker_id: str | None, devices: list[str] | N
     if requested == "cpu" and not devices:
         return "cpu"
     return choose_device(requested, worker_id, cuda_device_count(), devices)
+
+
+# --- counting GPUs without initialising CUDA, and pinning a worker to one ----------------------
+
+
+def _visible_entries(value: str) -> list[str]:
+    """Entries of a ``CUDA_VISIBLE_DEVICES`` value, cut at the first invalid one as CUDA does."""
+    entries = []
+    for part in value.split(","):
+        part = part.strip()
+        if not part or part.startswith("-"):
+            break
+        entries.append(part)
+    return entries
+
+
+def gpu_count_without_init(environ: Mapping[str, str] | None = None, dev: str | os.PathLike = "/dev") -> int | None:
+    """Number of visible NVIDIA GPUs, found without importing torch or initialising CUDA.
+
+    ``CUDA_VISIBLE_DEVICES`` when set, else the ``/dev/nvidiaN`` device files; ``None`` when
+    neither says (then callers fall back to torch).
+    """
+    environ = os.environ if environ is None else environ
+    if "CUDA_VISIBLE_DEVICES" in environ:
+        return len(_visible_entries(environ["CUDA_VISIBLE_DEVICES"]))
+    try:
+        names = [p.name for p in Path(dev).iterdir()]
+    except OSError:
+        return None
+    count = sum(1 for name in names if re.fullmatch(r"nvidia\d+", name))
+    return count or None
+
+
+def pin_worker_gpu(environ: MutableMapping[str, str], worker_id: str | None, count: int | None,
+                   torch_imported: bool, devices: list[str] | None = None,
+                   requested: str = "auto") -> str | None:
+    """Narrow ``CUDA_VISIBLE_DEVICES`` to worker ``gwK``'s GPU (``K mod count``); return the physical id.
+
+    Does nothing (returns ``None``) outside xdist, with an explicit device list, with a
+    CPU or fixed-GPU request, with fewer than two GPUs, or once torch is imported (see the
+    module docstring for why).
+    """
+    index = worker_index(worker_id)
+    if index is None or devices or requested not in ("auto", "cuda") or torch_imported:
+        return None
+    if not count or count < 2:
+        return None
+    visible = _visible_entries(environ.get("CUDA_VISIBLE_DEVICES", ",".join(map(str, range(count)))))
+    if len(visible) < 2:
+        return None
+    chosen = visible[index % len(visible)]
+    environ["CUDA_VISIBLE_DEVICES"] = chosen
+    environ["PRIVLEAK_PINNED_GPU"] = chosen
+    return chosen
+
+
+def pin_this_worker(worker_id: str | None, devices: list[str] | None, requested: str) -> str | None:
+    """:func:`pin_worker_gpu` applied to this process (called by the plugin on an xdist worker)."""
+    return pin_worker_gpu(os.environ, worker_id, gpu_count_without_init(), "torch" in sys.modules,
+                          devices, requested)
+
+
+def auto_num_workers(devices: list[str] | None, requested: str, count: int | None) -> int | None:
+    """Workers for ``-n auto``: one per GPU (or per listed device); ``None`` lets xdist decide (CPUs)."""
+    if devices:
+        return len(devices)
+    if requested == "cpu" or not count:
+        return None
+    return count
+
+
+def controller_gpu_count() -> int:
+    """GPU count for the controller: the environment first, then torch (NVML based, no CUDA context)."""
+    count = gpu_count_without_init()
+    if count is not None:
+        return count
+    try:
+        return cuda_device_count()
+    except ImportError:  # pragma: no cover - torch is a dependency
+        return 0
+
+
+def select_torch_device(device: str) -> None:
+    """Make ``device`` torch's current CUDA device so bare ``"cuda"`` allocations land on it too."""
+    if device.startswith("cuda:"):
+        import torch
+
+        torch.cuda.set_device(int(device.split(":", 1)[1]))

@@ -12,6 +12,10 @@ from .settings import Settings, read_settings
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
 ITEM_RESULTS_KEY = pytest.StashKey[list]()
+DEVICE_KEY = pytest.StashKey[str]()
+#: Fixtures that make a test a privacy test (reported even when it records nothing, e.g. errors).
+PRIVLEAK_FIXTURES = frozenset({"privleak_device", "privleak_seed", "privleak_cache", "nlu_dataset", "canary",
+                               "inject_canaries", "train_target"})
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -30,6 +34,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="base seed for canaries, training and attacks (default 0)")
     group.addoption("--privleak-cache-dir", dest="privleak_cache_dir", default=None,
                     help="folder of the trained-target cache (default .privleak-cache under the rootdir)")
+    group.addoption("--privleak-report", dest="privleak_report", nargs="?", const="privleak-report",
+                    default=None, metavar="DIR",
+                    help="write report.json, index.html and summary.md to DIR (default privleak-report/); "
+                         "write it as --privleak-report=DIR")
+    group.addoption("--privleak-baseline", dest="privleak_baseline", default=None, metavar="PATH",
+                    help="fail the run when a result leaks more than in this stored report.json, "
+                         "beyond its tolerance")
+    group.addoption("--privleak-save-baseline", dest="privleak_save_baseline", default=None, metavar="PATH",
+                    help="write this run's results as a baseline file (a report.json) to PATH")
+    parser.addini("privleak_tolerance", "baseline gate tolerances, one 'attack.metric=T', 'metric=T' or "
+                  "'default=T' a line", type="linelist", default=[])
     parser.addini("privleak_device", "default for --privleak-device", default="")
     parser.addini("privleak_devices", "default for --privleak-devices", default="")
     parser.addini("privleak_seed", "default for --privleak-seed", default="")
@@ -42,10 +57,43 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[SETTINGS_KEY] = read_settings(config)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
-    if not hasattr(config, "workerinput"):
-        from .collector import ResultCollector
+    settings = config.stash[SETTINGS_KEY]
+    if hasattr(config, "workerinput"):  # an xdist worker: pin its GPU, hand results over at the end
+        from .collector import WorkerRecorder
+        from .device import pin_this_worker
 
-        config.pluginmanager.register(ResultCollector(config), "privleak-collector")
+        pin_this_worker(config.workerinput.get("workerid"), list(settings.devices) or None, settings.device)
+        config.pluginmanager.register(WorkerRecorder(config, lambda: config.stash.get(DEVICE_KEY, None)),
+                                      "privleak-worker")
+        return
+    baseline = None
+    if settings.baseline is not None:
+        from .report.model import ReportFileError, load_report
+
+        try:
+            baseline = load_report(settings.baseline)
+        except ReportFileError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    from .collector import ResultCollector
+
+    config.pluginmanager.register(ResultCollector(config, settings, baseline), "privleak-collector")
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own CPU count answers
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto``: one worker per GPU (or per ``--privleak-devices`` entry); CPUs decide otherwise."""
+    from .device import auto_num_workers, controller_gpu_count
+
+    # xdist asks in pytest_cmdline_main, before pytest_configure stashed the settings.
+    settings = config.stash.get(SETTINGS_KEY, None)
+    if settings is None:
+        try:
+            settings = read_settings(config)
+        except ValueError:
+            return None  # pytest_configure reports the bad option as a usage error
+    devices = list(settings.devices) or None
+    count = None if devices or settings.device == "cpu" else controller_gpu_count()
+    return auto_num_workers(devices, settings.device, count)
 
 
 # --- fixtures -------------------------------------------------------------------------
@@ -58,14 +106,17 @@ def _settings(request: pytest.FixtureRequest) -> Settings:
 @pytest.fixture(scope="session")
 def privleak_device(request: pytest.FixtureRequest) -> str:
     """The torch device of this process: xdist worker ``gwK`` gets GPU ``K mod count``, else CPU."""
-    from .device import resolve_device
+    from .device import resolve_device, select_torch_device
 
     settings = _settings(request)
     worker = getattr(request.config, "workerinput", {}).get("workerid")
     try:
-        return resolve_device(settings.device, worker, list(settings.devices) or None)
+        device = resolve_device(settings.device, worker, list(settings.devices) or None)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
+    select_torch_device(device)
+    request.config.stash[DEVICE_KEY] = device
+    return device
 
 
 @pytest.fixture(scope="session")
@@ -140,15 +191,36 @@ def pytest_runtest_call(item: pytest.Item):
         return (yield)
     finally:
         _results.set_sink(None)
+        # On the item, so the call and teardown reports (and --junitxml) carry them.
+        for r in sink:
+            item.user_properties.extend(headline_properties(r))
+
+
+def _is_privacy_test(item: pytest.Item) -> bool:
+    return (bool(item.stash.get(ITEM_RESULTS_KEY, None)) or item.get_closest_marker("privleak") is not None
+            or not PRIVLEAK_FIXTURES.isdisjoint(getattr(item, "fixturenames", ())))
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
-    if call.when == "call":
-        found = item.stash.get(ITEM_RESULTS_KEY, [])
-        # A plain JSON-safe attribute: xdist serialises it with the report to the controller.
-        report.privleak_results = [r.to_json() for r in found]
-        for r in found:
-            report.user_properties.append((f"privleak:{r.name}", r.value))
+    if not _is_privacy_test(item):
+        return report
+    found = item.stash.get(ITEM_RESULTS_KEY, []) if call.when == "call" else []
+    # A plain JSON-safe attribute: xdist serialises it with the report to the controller.
+    report.privleak = {"results": [r.to_json() for r in found],
+                       "device": item.config.stash.get(DEVICE_KEY, None),
+                       "seed": item.config.stash[SETTINGS_KEY].seed}
     return report
+
+
+def headline_properties(result) -> list[tuple[str, object]]:
+    """``user_properties`` (and so ``--junitxml`` properties) for one result's headline figures."""
+    name = f"privleak:{result.name}" + (f"[{result.label}]" if result.label else "")
+    props = [(name, result.value), (f"{name}:verdict", result.verdict)]
+    for key in ("threshold", "chance", "ceiling"):
+        if getattr(result, key) is not None:
+            props.append((f"{name}:{key}", getattr(result, key)))
+    if result.interval is not None:
+        props.append((f"{name}:interval", f"{result.interval[0]:g}..{result.interval[1]:g}"))
+    return props

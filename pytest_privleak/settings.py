@@ -5,7 +5,7 @@ name the option and what it accepts.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .device import parse_device, parse_device_list
@@ -17,6 +17,10 @@ class Settings:
     devices: tuple[str, ...] = ()
     seed: int = 0
     cache_dir: Path = Path(".privleak-cache")
+    report_dir: Path | None = None
+    baseline: Path | None = None
+    save_baseline: Path | None = None
+    tolerances: dict[str, float] = field(default_factory=dict)
 
 
 def parse_seed(value: object, *, option: str = "--privleak-seed") -> int:
@@ -27,6 +31,51 @@ def parse_seed(value: object, *, option: str = "--privleak-seed") -> int:
     if seed < 0:
         raise ValueError(f"{option}={value!r} is negative; use a non-negative integer such as 0")
     return seed
+
+
+def parse_tolerances(lines, *, option: str = "privleak_tolerance") -> dict[str, float]:
+    """Parse ini lines ``cea.accuracy=0.1`` / ``exposure=2`` / ``default=0.05`` into a dict.
+
+    Keys are ``attack.metric``, a bare ``metric``, or ``default``; values are
+    non-negative absolute tolerances in the metric's own unit.
+    """
+    out: dict[str, float] = {}
+    for number, raw in enumerate(lines or [], start=1):
+        line = str(raw).strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        key = key.strip()
+        try:
+            tol = float(value)
+        except ValueError:
+            tol = float("nan")
+        if not sep or not key or not (tol >= 0) or tol == float("inf"):
+            raise ValueError(f"ini option {option}, line {number} ({line!r}): expected 'attack.metric=TOLERANCE' "
+                             "with a finite non-negative number, e.g. 'cea.accuracy=0.1' or 'default=0.05'")
+        out[key] = tol
+    return out
+
+
+def _path_option(value, option: str, *, kind: str) -> Path | None:
+    if value is None:
+        return None
+    text = str(value).strip()
+    if not text:
+        raise ValueError(f"{option} is empty; give a {kind} path, e.g. {option}=privleak-report")
+    return Path(text)
+
+
+def parse_report_dir(value) -> Path | None:
+    """``--privleak-report[=DIR]``: refuses what looks like a test path swallowed by the optional value."""
+    path = _path_option(value, "--privleak-report", kind="folder")
+    if path is None:
+        return None
+    text = str(value)
+    if "::" in text or text.endswith(".py") or path.is_file():
+        raise ValueError(f"--privleak-report={value!r} looks like a test path, not a report folder; write "
+                         "--privleak-report=DIR (with '=') or put --privleak-report after the test paths")
+    return path
 
 
 def _pick(config, option: str, ini: str):
@@ -47,4 +96,13 @@ def read_settings(config) -> Settings:
     cache_dir = Path(cache)
     if not cache_dir.is_absolute():
         cache_dir = Path(config.rootpath) / cache_dir
-    return Settings(device=device, devices=devices, seed=seed, cache_dir=cache_dir)
+    report_dir = parse_report_dir(config.getoption("privleak_report"))
+    baseline = _path_option(config.getoption("privleak_baseline"), "--privleak-baseline", kind="file")
+    save_baseline = _path_option(config.getoption("privleak_save_baseline"), "--privleak-save-baseline",
+                                 kind="file")
+    if save_baseline is not None and save_baseline.is_dir():
+        raise ValueError(f"--privleak-save-baseline={str(save_baseline)!r} is a folder; give a file path "
+                         "such as .privleak/baseline.json")
+    tolerances = parse_tolerances(config.getini("privleak_tolerance"))
+    return Settings(device=device, devices=devices, seed=seed, cache_dir=cache_dir, report_dir=report_dir,
+                    baseline=baseline, save_baseline=save_baseline, tolerances=tolerances)

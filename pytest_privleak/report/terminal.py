@@ -1,7 +1,8 @@
-"""The terminal summary table of all privacy results."""
+"""The terminal summary: the results table, crashed workers, the baseline gate, where the report went."""
 from __future__ import annotations
 
-from typing import Iterable
+from pathlib import Path
+from typing import Any, Iterable
 
 from ..results import _fmt
 
@@ -24,3 +25,22 @@ def summary_lines(collected: Iterable) -> list[str]:
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return lines
+
+
+def report_lines(report: dict[str, Any], collected: list, written: dict[str, Path],
+                 errors: list[str]) -> list[str]:
+    """Everything the ``privleak results`` section prints, in order."""
+    from ..baseline import gate_lines
+
+    lines = summary_lines(collected) if collected else ["no privacy results recorded"]
+    for w in report["run"]["workers"]:
+        if w["status"] == "crashed":
+            where = f" while running {w['crashed_test']}" if w.get("crashed_test") else ""
+            lines.append(f"worker {w['id']} crashed{where} ({w.get('error')}); its later results are missing")
+    if report.get("baseline") is not None:
+        lines += gate_lines(report["baseline"])
+    if "html" in written:
+        lines.append(f"privleak report: {written['html']} (also {written['json'].name}, {written['markdown'].name})")
+    if "baseline" in written:
+        lines.append(f"privleak baseline saved: {written['baseline']}")
+    return lines + errors

@@ -1,0 +1,209 @@
+"""index.html: one self-contained page (inline CSS and SVG, no script, no network).
+
+A banner says whether anything leaks, a colour-coded summary table lists every
+result (failures first), charts show each figure against chance, threshold and
+ceiling, and a details block per result carries the evidence and the remedy.
+Every string that comes from data, models or test names goes through
+:func:`html.escape`; a Content-Security-Policy forbids scripts and remote
+loads as a second line of defence.
+"""
+from __future__ import annotations
+
+import json
+from html import escape
+from typing import Any
+
+from ..results import _fmt
+from .model import figure
+from .svg import Bar, bar_chart
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#24292f;margin:24px;max-width:1200px}
+h1{font-size:22px;margin:0 0 8px} h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #d0d7de}
+.banner{padding:10px 14px;border-radius:6px;font-weight:600;margin:12px 0}
+.banner.leak{background:#ffebe9;border:1px solid #cf222e;color:#82071e}
+.banner.ok{background:#dafbe1;border:1px solid #1a7f37;color:#044f1e}
+.banner.warn{background:#fff8c5;border:1px solid #9a6700;color:#4d2d00}
+table{border-collapse:collapse;width:100%} th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;
+vertical-align:top} th{background:#f6f8fa} td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
+.badge{display:inline-block;padding:1px 8px;border-radius:10px;color:#fff;font-weight:600;font-size:12px}
+.FAIL{background:#cf222e}.pass{background:#1a7f37}.measured{background:#0969da}.error,.crashed{background:#9a6700}
+tr.row-FAIL td{background:#fff5f5} .meta{color:#57606a} code,pre{font-family:ui-monospace,monospace;font-size:12px}
+pre{background:#f6f8fa;padding:8px;overflow:auto;white-space:pre-wrap;word-break:break-all}
+details{margin:6px 0;border:1px solid #d0d7de;border-radius:6px;padding:6px 10px}
+summary{cursor:pointer} .chart{display:block;margin:8px 0} .chart text{font-size:12px;fill:#24292f}
+.chart .chart-title{font-weight:600;font-size:13px} .legend{color:#57606a;font-size:12px}
+"""
+MARK_NAMES = {"chance": "chance", "threshold": "threshold / claim", "ceiling": "ceiling"}
+
+
+def _e(value: Any) -> str:
+    return escape("" if value is None else str(value), quote=True)
+
+
+def _num(value: Any) -> str:
+    x = figure(value) if not isinstance(value, (int, float)) else float(value)
+    return "" if x is None else _fmt(x)
+
+
+def _interval(r: dict[str, Any]) -> str:
+    if not r.get("interval"):
+        return ""
+    lo, hi = r["interval"]
+    conf = figure(r.get("confidence"))
+    return (f"{conf:.0%} " if conf else "") + f"{_num(lo)} .. {_num(hi)}"
+
+
+def _limit(r: dict[str, Any]) -> str:
+    if r.get("threshold") is None:
+        return ""
+    return ("\u2264 " if r["direction"] == "at_most" else "\u2265 ") + _num(r["threshold"])
+
+
+def _changes(report: dict[str, Any]) -> dict[str, tuple[str, dict]]:
+    base = report.get("baseline") or {}
+    found = {c["key"]: ("regression", c) for c in base.get("regressions", [])}
+    found.update({c["key"]: ("improved", c) for c in base.get("improvements", [])})
+    return found
+
+
+def _delta(key: str, changes: dict, new: set) -> str:
+    if key in new:
+        return '<span class="meta">new</span>'
+    if key not in changes:
+        return ""
+    kind, c = changes[key]
+    before, after = figure(c["before"]), figure(c["after"])
+    text = f"{_fmt(before)} \u2192 {_fmt(after)} (tol {_fmt(figure(c['tolerance']))})"
+    badge = "FAIL" if kind == "regression" else "pass"
+    return f'<span class="badge {badge}">{_e(kind)}</span> {_e(text)}'
+
+
+def _rows(report: dict[str, Any]) -> list[tuple[dict, dict | None]]:
+    rows = [(t, r) for t in report["tests"] for r in t["results"]]
+    rows += [(t, None) for t in report["tests"] if not t["results"]]
+    order = {"FAIL": 0, "error": 1, "crashed": 1, "measured": 2, "pass": 3}
+    return sorted(rows, key=lambda tr: order.get(tr[1]["verdict"] if tr[1] else tr[0]["outcome"], 2))
+
+
+def _summary_table(report: dict[str, Any]) -> str:
+    changes = _changes(report)
+    new = set((report.get("baseline") or {}).get("new", []))
+    head = ("<tr><th>verdict</th><th>test</th><th>metric</th><th>canary / target</th><th>value</th>"
+            "<th>interval</th><th>limit</th><th>chance</th><th>ceiling</th><th>vs baseline</th></tr>")
+    body = []
+    for test, r in _rows(report):
+        if r is None:
+            outcome = test["outcome"]
+            body.append(f'<tr class="row-{_e(outcome)}"><td><span class="badge {_e(outcome)}">{_e(outcome)}'
+                        f'</span></td><td>{_e(test["nodeid"])}</td><td colspan="8" class="meta">no result '
+                        f"recorded</td></tr>")
+            continue
+        verdict = r["verdict"]
+        body.append(
+            f'<tr class="row-{_e(verdict)}"><td><span class="badge {_e(verdict)}">{_e(verdict)}</span></td>'
+            f'<td>{_e(test["nodeid"])}</td><td>{_e(r["name"])}</td><td>{_e(r.get("label"))}</td>'
+            f'<td class="num">{_e(_num(r["value"]))}</td><td class="num">{_e(_interval(r))}</td>'
+            f'<td class="num">{_e(_limit(r))}</td><td class="num">{_e(_num(r.get("chance")))}</td>'
+            f'<td class="num">{_e(_num(r.get("ceiling")))}</td><td>{_delta(r["key"], changes, new)}</td></tr>')
+    return f'<table class="summary">{head}{"".join(body)}</table>'
+
+
+def chart_groups(report: dict[str, Any]) -> dict[str, list[Bar]]:
+    """Bars grouped by figure name; extras (e.g. ``hdt``) with ``<name>_chance`` get their own chart."""
+    groups: dict[str, list[Bar]] = {}
+    for test in report["tests"]:
+        short = test["nodeid"].split("::")[-1]
+        for r in test["results"]:
+            label = f"{short} [{r['label']}]" if r.get("label") else short
+            value = figure(r["value"])
+            interval = tuple(figure(v) for v in r["interval"]) if r.get("interval") else None
+            marks = {"chance": figure(r.get("chance")), "threshold": figure(r.get("threshold")),
+                     "ceiling": figure(r.get("ceiling"))}
+            groups.setdefault(r["name"], []).append(
+                Bar(label, value, r["verdict"], interval, {k: v for k, v in marks.items() if v is not None}))
+            extra = r.get("extra") or {}
+            for key, raw in extra.items():
+                if key.endswith("_chance"):
+                    continue
+                marks = {"chance": figure(extra.get(f"{key}_chance"))}
+                groups.setdefault(f"{r['attack']}.{key}", []).append(
+                    Bar(label, figure(raw), "measured", None, {k: v for k, v in marks.items() if v is not None}))
+    return groups
+
+
+def _charts(report: dict[str, Any]) -> str:
+    parts = []
+    for name, bars in chart_groups(report).items():
+        parts.append(bar_chart(name, bars))
+    if not parts:
+        return '<p class="meta">No results to plot.</p>'
+    legend = ('<p class="legend">Bars: measured figure (red fails its limit, green passes, blue is measured '
+              "only), whiskers: confidence interval; dashed grey line: chance baseline; red line: threshold "
+              "(the claimed \u03b5 for LDP audits); black line: ceiling (largest value the measurement can "
+              "show).</p>")
+    return legend + "".join(parts)
+
+
+def _details(report: dict[str, Any]) -> str:
+    parts = []
+    for test in report["tests"]:
+        for r in test["results"]:
+            facts = {"value": r["value"], "interval": r.get("interval"), "confidence": r.get("confidence"),
+                     "threshold": r.get("threshold"), "direction": r["direction"], "chance": r.get("chance"),
+                     "ceiling": r.get("ceiling"), "extra": r.get("extra"), "tolerance": r.get("tolerance"),
+                     "device": r.get("device"), "seed": r.get("seed"), "target hash": r.get("target_hash"),
+                     "test outcome": test["outcome"], "duration (s)": test["duration"],
+                     "worker": test.get("worker")}
+            rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(json.dumps(v) if isinstance(v, (dict, list)) else v)}"
+                           f"</td></tr>" for k, v in facts.items() if v not in (None, {}, ""))
+            evidence = json.dumps(r.get("evidence") or {}, indent=2, ensure_ascii=False)
+            remedy = f'<p><b>Remedy:</b> {_e(r["remedy"])}</p>' if r.get("remedy") else ""
+            parts.append(
+                f'<details{" open" if r["verdict"] == "FAIL" else ""}><summary><span class="badge '
+                f'{_e(r["verdict"])}">{_e(r["verdict"])}</span> {_e(test["nodeid"])} \u2014 {_e(r["name"])}'
+                f'{" [" + _e(r["label"]) + "]" if r.get("label") else ""}</summary>'
+                f"<table>{rows}</table><p><b>Evidence</b></p><pre>{_e(evidence)}</pre>{remedy}</details>")
+    return "".join(parts) or '<p class="meta">No results.</p>'
+
+
+def _banner(report: dict[str, Any]) -> str:
+    s = report["summary"]
+    crashed = [w for w in report["run"]["workers"] if w["status"] == "crashed"]
+    base = report.get("baseline")
+    parts = []
+    if s["failed"]:
+        parts.append(f'<div class="banner leak">LEAK: {s["failed"]} of {s["results"]} result(s) exceed their '
+                     f'limit, in {len(s["leaking"])} test(s).</div>')
+    else:
+        parts.append(f'<div class="banner ok">No result exceeds its limit ({s["passed"]} passed, '
+                     f'{s["measured"]} measured only, {s["tests"]} test(s)).</div>')
+    if base is not None:
+        if base["regressions"]:
+            parts.append(f'<div class="banner leak">Baseline gate FAILED: {len(base["regressions"])} result(s) '
+                         f'leak more than in {_e(base["path"])} beyond tolerance.</div>')
+        else:
+            parts.append(f'<div class="banner ok">Baseline gate passed against {_e(base["path"])}.</div>')
+    for w in crashed:
+        where = f' while running {_e(w["crashed_test"])}' if w.get("crashed_test") else ""
+        parts.append(f'<div class="banner warn">Worker {_e(w["id"])} crashed{where}: {_e(w.get("error"))}. '
+                     "Its remaining results are missing from this report.</div>")
+    return "".join(parts)
+
+
+def render_html(report: dict[str, Any]) -> str:
+    """The whole page as a string."""
+    run = report["run"]
+    workers = ", ".join(f'{w["id"]} ({w.get("device") or "device not used"}, {w["status"]})'
+                        for w in run["workers"]) or "none (no xdist)"
+    meta = (f'plugin {_e(report["plugin_version"])} \u00b7 report v{_e(report["version"])} \u00b7 '
+            f'{_e(report["created"])} \u00b7 seed {_e(run["seed"])} \u00b7 workers: {_e(workers)}')
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>pytest-privleak report</title><style>{CSS}</style></head><body>"
+            f'<h1>pytest-privleak report</h1><p class="meta">{meta}</p>{_banner(report)}'
+            f'<h2 id="summary">Summary</h2>{_summary_table(report)}'
+            f'<h2 id="charts">Figures against chance, threshold and ceiling</h2>{_charts(report)}'
+            f'<h2 id="details">Details</h2>{_details(report)}</body></html>\n')

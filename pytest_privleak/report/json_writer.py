@@ -1,0 +1,43 @@
+"""report.json: the versioned machine-readable report, and its JSON Schema (``schema.json``)."""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..atomic import write_text_atomic
+from .model import dumps
+
+SCHEMA_FILE = "schema.json"
+
+
+@lru_cache(maxsize=1)
+def schema() -> dict[str, Any]:
+    """The JSON Schema shipped in the package (``pytest_privleak/report/schema.json``)."""
+    return json.loads(resources.files(__package__).joinpath(SCHEMA_FILE).read_text(encoding="utf-8"))
+
+
+def validate(report: dict[str, Any]) -> None:
+    """Check ``report`` against the schema; ``ValueError`` naming the first bad path.
+
+    Uses ``jsonschema`` when installed (the ``test`` extra); without it only the
+    top-level identity is checked.
+    """
+    try:
+        import jsonschema
+    except ImportError:  # pragma: no cover - exercised only without the test extra
+        if report.get("schema") != schema()["properties"]["schema"]["const"]:
+            raise ValueError("not a pytest-privleak report") from None
+        return
+    validator = jsonschema.Draft202012Validator(schema())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(report))
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise ValueError(f"at {where}: {error.message}")
+
+
+def write_json(report: dict[str, Any], path: str | Path) -> Path:
+    """Write ``report`` atomically as strict JSON."""
+    return write_text_atomic(path, dumps(report))

@@ -1,0 +1,103 @@
+"""Worker -> GPU mapping with faked device counts (no GPU needed), and the ``-n auto`` hook."""
+from __future__ import annotations
+
+import pytest
+
+from pytest_privleak import device as dev
+
+
+@pytest.mark.parametrize(("worker", "count", "expected"), [
+    (None, 0, "cpu"), ("gw0", 0, "cpu"), (None, 2, "cuda:0"), ("gw0", 2, "cuda:0"), ("gw1", 2, "cuda:1"),
+    ("gw2", 2, "cuda:0"), ("gw5", 4, "cuda:1"), ("master", 3, "cuda:0"),
+])
+def test_auto_maps_worker_k_to_gpu_k_mod_count(worker, count, expected):
+    assert dev.choose_device("auto", worker, count) == expected
+
+
+def test_explicit_device_list_is_used_in_turn_and_two_workers_may_share_a_gpu():
+    devices = ["cuda:0", "cuda:0", "cuda:1"]
+    assert [dev.choose_device("auto", f"gw{k}", 0, devices) for k in range(4)] == [
+        "cuda:0", "cuda:0", "cuda:1", "cuda:0"]
+
+
+def test_bad_requests_name_the_option_and_the_fix():
+    with pytest.raises(ValueError, match=r"--privleak-device=cuda:3 but only 2 CUDA device\(s\)"):
+        dev.choose_device("cuda:3", "gw0", 2)
+    with pytest.raises(ValueError, match="no CUDA device is visible; use auto or cpu"):
+        dev.choose_device("cuda", None, 0)
+    with pytest.raises(ValueError, match="--privleak-devices='gpu0' is not a device"):
+        dev.parse_device_list("gpu0")
+
+
+def test_gpu_count_from_environment_or_device_files(tmp_path):
+    assert dev.gpu_count_without_init({"CUDA_VISIBLE_DEVICES": "0,2,3"}) == 3
+    assert dev.gpu_count_without_init({"CUDA_VISIBLE_DEVICES": "1,-1,2"}) == 1  # CUDA stops at -1
+    assert dev.gpu_count_without_init({"CUDA_VISIBLE_DEVICES": ""}) == 0
+    for name in ("nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "null"):
+        (tmp_path / name).touch()
+    assert dev.gpu_count_without_init({}, dev=tmp_path) == 2
+    assert dev.gpu_count_without_init({}, dev=tmp_path / "absent") is None
+
+
+def test_pinning_narrows_cuda_visible_devices_to_the_workers_gpu():
+    env = {}
+    assert dev.pin_worker_gpu(env, "gw3", 2, torch_imported=False) == "1"
+    assert env["CUDA_VISIBLE_DEVICES"] == "1" and env["PRIVLEAK_PINNED_GPU"] == "1"
+    # inside the pinned worker only that GPU is visible, so the device is cuda:0
+    assert dev.choose_device("auto", "gw3", dev.gpu_count_without_init(env)) == "cuda:0"
+    env = {"CUDA_VISIBLE_DEVICES": "4,6,7"}
+    assert dev.pin_worker_gpu(env, "gw1", 3, torch_imported=False) == "6"
+    assert env["CUDA_VISIBLE_DEVICES"] == "6"
+
+
+@pytest.mark.parametrize(("kwargs", "why"), [
+    ({"worker_id": None}, "no xdist"),
+    ({"torch_imported": True}, "torch already imported: keep all GPUs, use cuda:K"),
+    ({"count": 1}, "one GPU: nothing to split"),
+    ({"count": None}, "count unknown"),
+    ({"devices": ["cuda:1"]}, "explicit list is used as given"),
+    ({"requested": "cpu"}, "cpu requested"),
+])
+def test_pinning_leaves_the_environment_alone_when_it_should(kwargs, why):
+    env = {"CUDA_VISIBLE_DEVICES": "0,1"}
+    args = {"worker_id": "gw1", "count": 2, "torch_imported": False, **kwargs}
+    assert dev.pin_worker_gpu(env, **args) is None, why
+    assert env == {"CUDA_VISIBLE_DEVICES": "0,1"}
+
+
+def test_auto_num_workers_is_one_per_gpu_or_left_to_xdist():
+    assert dev.auto_num_workers(None, "auto", 4) == 4
+    assert dev.auto_num_workers(["cuda:0", "cuda:0", "cuda:1"], "auto", 2) == 3
+    assert dev.auto_num_workers(None, "auto", 0) is None
+    assert dev.auto_num_workers(None, "cpu", 4) is None
+
+
+def test_xdist_auto_hook_counts_gpus_from_the_environment(pytester: pytest.Pytester, monkeypatch):
+    from pytest_privleak.plugin import pytest_xdist_auto_num_workers
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
+    assert pytest_xdist_auto_num_workers(pytester.parseconfig()) == 3
+    assert pytest_xdist_auto_num_workers(pytester.parseconfig("--privleak-devices=cuda:0,cuda:1")) == 2
+    assert pytest_xdist_auto_num_workers(pytester.parseconfig("--privleak-device=cpu")) is None
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert pytest_xdist_auto_num_workers(pytester.parseconfig()) is None
+
+
+def test_n_auto_starts_one_worker_per_gpu_and_each_pins_its_own(pytester: pytest.Pytester, monkeypatch):
+    """Three fake GPUs (only the environment says so; nothing touches CUDA): three workers, not CPU count."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
+    pytester.makepyfile(test_gpu='''
+        import os, pytest
+
+        @pytest.mark.parametrize("i", range(6))
+        def test_where(i):
+            w = os.environ["PYTEST_XDIST_WORKER"]
+            assert os.environ["CUDA_VISIBLE_DEVICES"] == w[2:]
+    ''')
+    result = pytester.runpytest_subprocess("-n", "auto", "--privleak-report=rep")
+    result.assert_outcomes(passed=6)
+    result.stdout.fnmatch_lines(["*created: 3/3 workers*"])
+    import json
+
+    workers = json.loads((pytester.path / "rep" / "report.json").read_text())["run"]["workers"]
+    assert {w["id"]: w["gpu"] for w in workers} == {"gw0": "0", "gw1": "1", "gw2": "2"}

@@ -1,0 +1,59 @@
+"""The controller's merge of the two result channels (test reports and worker payloads), in process."""
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+from pytest_privleak.collector import PAYLOAD_KEY, ResultCollector, WorkerRecorder
+from pytest_privleak.results import LeakResult
+from pytest_privleak.settings import Settings
+
+
+def _config(seen):
+    hook = SimpleNamespace(pytest_privleak_result=lambda config, nodeid, result: seen.append((nodeid, result.label)))
+    return SimpleNamespace(hook=hook, workerinput={"workerid": "gw1"}, workeroutput={})
+
+
+def _report(nodeid, labels, when="call", outcome="passed", worker="gw1"):
+    results = [LeakResult(attack="cea", metric="accuracy", value=0.1, label=lab).to_json() for lab in labels]
+    return SimpleNamespace(nodeid=nodeid, when=when, outcome=outcome, failed=outcome == "failed",
+                           skipped=outcome == "skipped", duration=0.5,
+                           node=SimpleNamespace(workerinput={"workerid": worker}),
+                           privleak={"results": results, "device": "cuda:1", "seed": 0})
+
+
+def _payload(reports):
+    worker = WorkerRecorder(_config([]), lambda: "cuda:1")
+    for rep in reports:
+        worker.pytest_runtest_logreport(rep)
+    worker.pytest_sessionfinish()
+    return worker.config.workeroutput
+
+
+def test_results_seen_on_both_channels_are_counted_once_and_payload_fills_the_gaps():
+    seen = []
+    collector = ResultCollector(_config(seen), Settings())
+    collector.pytest_runtest_logreport(_report("t.py::a", ["x", "y"]))
+    # the payload repeats t.py::a and brings t.py::b, whose test report never arrived
+    out = _payload([_report("t.py::a", ["x", "y"]), _report("t.py::b", ["z"], outcome="failed")])
+    collector.pytest_testnodedown(SimpleNamespace(workerinput={"workerid": "gw1"}, workeroutput=out), None)
+    assert seen == [("t.py::a", "x"), ("t.py::a", "y"), ("t.py::b", "z")]
+    assert [(c.nodeid, c.result.label, c.outcome) for c in collector.collected] == [
+        ("t.py::a", "x", "passed"), ("t.py::a", "y", "passed"), ("t.py::b", "z", "failed")]
+    report = collector.build()
+    assert report["run"]["workers"] == [{"id": "gw1", "device": "cuda:1", "gpu": None, "status": "ok",
+                                         "error": None, "crashed_test": None}]
+    assert json.loads(out[PAYLOAD_KEY])["worker"] == "gw1"
+
+
+def test_a_worker_without_payload_or_with_an_error_is_crashed():
+    collector = ResultCollector(_config([]), Settings())
+    collector.pytest_testnodedown(SimpleNamespace(workerinput={"workerid": "gw0"}, workeroutput={}), None)
+    out = _payload([])
+    collector.pytest_testnodedown(SimpleNamespace(workerinput={"workerid": "gw1"}, workeroutput=out), "boom")
+    collector.pytest_runtest_logreport(SimpleNamespace(nodeid="t.py::c", when="???", outcome="failed",
+                                                       node=SimpleNamespace(workerinput={"workerid": "gw1"})))
+    workers = {w["id"]: w for w in collector.build()["run"]["workers"]}
+    assert workers["gw0"]["status"] == "crashed" and "no privleak results" in workers["gw0"]["error"]
+    assert workers["gw1"]["status"] == "crashed" and workers["gw1"]["error"] == "boom"
+    assert workers["gw1"]["crashed_test"] == "t.py::c"
