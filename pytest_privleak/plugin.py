@@ -142,6 +142,14 @@ def nlu_dataset(privleak_seed: int):
 
 
 @pytest.fixture(scope="session")
+def ner_dataset(privleak_seed: int):
+    """The bundled NER corpus (PER / ORG / LOC, with ambiguous words such as "Williams"), generated offline."""
+    from .data.synthetic_ner import generate_ner_like
+
+    return generate_ner_like(seed=privleak_seed)
+
+
+@pytest.fixture(scope="session")
 def canary(privleak_seed: int):
     """Factory: ``canary("pin", length=4, seed=...)`` builds a canary of canary-extraction-nlu App. A."""
     from . import canaries

@@ -1,0 +1,295 @@
+"""Exposure of a canary: how far up the model ranks it among its random alternatives.
+
+Definition (Carlini et al., "The Secret Sharer", quoted as eq. 1 of
+d-exposure-discriminative §2): for a canary ``s`` drawn from a random space
+``R`` and a score where lower means more likely (log-perplexity for a language
+model, training loss for a classifier),
+
+    exposure(s) = log2 |R| - log2 rank(s),
+    rank(s)     = 1 + #{r in R, r != s : score(r) <= score(s)}
+
+so ties are counted against the canary (a model that scores everything alike
+shows exposure 0), and a canary scoring below every alternative gets the
+ceiling ``log2 |R|``.  Three ways to measure it:
+
+- :func:`exact_exposure` enumerates the whole space ``V0^n`` in batches;
+- :func:`sampled_exposure` ranks the canary among ``N`` random references
+  (ceiling ``log2 N``) and turns a Clopper-Pearson interval on the fraction of
+  references at or below the canary into an interval on the exposure;
+- :func:`extrapolated_exposure` fits a skew-normal to reference scores and
+  reads ``-log2 CDF(score(s))`` off it, for spaces too large to enumerate
+  (the Secret Sharer's extrapolation), with a Kolmogorov-Smirnov statistic as
+  the fit quality and a bootstrap interval.
+
+The chance baseline (:func:`chance_exposure`) is the expected exposure of a
+canary the model has not memorised, whose rank is uniform on ``1..|R|``:
+``E = log2|R| - log2(|R|!)/|R|``, which tends to ``log2 e ~= 1.44`` bits.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..stats import clopper_pearson
+
+LOG2E = 1.0 / math.log(2.0)
+METHODS = ("auto", "exact", "sampled", "extrapolated")
+#: Largest space ``method="auto"`` enumerates: covers a 4-digit pin (1e4) and 6 of 12 colours (~3e6).
+DEFAULT_EXACT_BUDGET = 2 ** 22
+DEFAULT_REFERENCES = 4096
+DEFAULT_BATCH = 4096
+
+
+# --- the formula -------------------------------------------------------------------------
+
+
+def rank_among(canary_score: float, reference_scores: np.ndarray) -> int:
+    """``1 + #{references scoring <= the canary}`` (ties against the canary)."""
+    refs = np.asarray(reference_scores, dtype=np.float64)
+    if not np.all(np.isfinite(refs)) or not math.isfinite(canary_score):
+        raise ValueError("exposure needs finite scores; the scorer returned NaN or inf, check the model")
+    return 1 + int(np.count_nonzero(refs <= canary_score))
+
+
+def exposure_from_rank(rank: int, space_size: float) -> float:
+    """``log2 |R| - log2 rank`` (d-exposure-discriminative eq. 1, Carlini et al.)."""
+    if not 1 <= rank <= max(space_size, 1) + 1:
+        raise ValueError(f"rank {rank} must lie in 1..|R|+1 (|R| = {space_size})")
+    return max(0.0, math.log2(space_size) - math.log2(rank))
+
+
+def exposure_from_scores(canary_score: float, reference_scores: Sequence[float],
+                         space_size: float | None = None) -> tuple[float, int]:
+    """``(exposure, rank)`` of a canary among references; ``|R|`` defaults to the number of references.
+
+    Example derived by hand: references 1..16 and canary score 3.5 -> 3 references at
+    or below it, rank 4, exposure ``log2 16 - log2 4 = 2``.
+    """
+    refs = np.asarray(reference_scores, dtype=np.float64).ravel()
+    if refs.size == 0:
+        raise ValueError("exposure needs at least one reference score")
+    rank = rank_among(float(canary_score), refs)
+    return exposure_from_rank(rank, float(refs.size if space_size is None else space_size)), rank
+
+
+def chance_exposure(n_ranks: int, log2_size: float | None = None) -> float:
+    """Expected exposure when the rank is uniform on ``1..n_ranks`` (a canary the model never saw).
+
+    ``E[log2|R| - log2 rank] = log2|R| - log2(n_ranks!)/n_ranks`` with ``log2|R|`` defaulting to
+    ``log2 n_ranks``; Stirling gives the limit ``log2 e ~= 1.443`` bits for large spaces.
+    """
+    if n_ranks < 1:
+        raise ValueError(f"n_ranks must be >= 1, got {n_ranks}")
+    from scipy.special import gammaln
+
+    log2_size = math.log2(n_ranks) if log2_size is None else log2_size
+    return max(0.0, log2_size - float(gammaln(n_ranks + 1.0)) * LOG2E / n_ranks)
+
+
+def sampled_interval(below: int, n_references: int, space_size: float,
+                     confidence: float = 0.95) -> tuple[float, float]:
+    """Interval on the exposure left by sampling: Clopper-Pearson on ``below / N``, mapped through ``-log2``.
+
+    The true exposure is ``-log2 q`` with ``q = rank/|R|``, the fraction of the space at or
+    below the canary (the canary itself counted, hence the ``1/|R|`` floor).
+    """
+    lo, hi = clopper_pearson(below, n_references, confidence)
+    floor = 1.0 / space_size
+    top = min(1.0, hi + floor)
+    return max(0.0, -math.log2(top)), -math.log2(min(1.0, lo + floor))
+
+
+def skewnorm_exposure(canary_score: float, reference_scores: np.ndarray) -> tuple[float, dict[str, float]]:
+    """``-log2 CDF(canary)`` under a skew-normal fitted to the references (scipy MLE), and the fit.
+
+    Returns the raw (uncapped) exposure and ``{"ks": KS statistic, "a", "loc", "scale"}``.
+    """
+    from scipy.stats import kstest, skewnorm
+
+    refs = np.asarray(reference_scores, dtype=np.float64)
+    if refs.size < 16 or np.ptp(refs) == 0:
+        raise ValueError(f"a skew-normal fit needs at least 16 distinct-valued references, got {refs.size} "
+                         "(all equal or too few); fix: pass more references or use method='exact'")
+    a, loc, scale = skewnorm.fit(refs)
+    raw = max(0.0, -float(skewnorm.logcdf(canary_score, a, loc, scale)) * LOG2E)
+    ks = float(kstest(refs, skewnorm(a, loc, scale).cdf).statistic)
+    return raw, {"ks": ks, "a": float(a), "loc": float(loc), "scale": float(scale)}
+
+
+# --- the measurement ---------------------------------------------------------------------
+
+
+@dataclass
+class Exposure:
+    """One exposure measurement; ``value`` is capped at ``ceiling`` (the largest measurable).
+
+    ``rank`` is among the whole space (exact) or among the ``n_references`` sampled
+    references (sampled, extrapolated: there it is shown beside the fit).
+    """
+
+    value: float
+    method: str
+    rank: int | None
+    space_size: int
+    n_references: int
+    ceiling: float
+    chance: float
+    interval: tuple[float, float]
+    canary_score: float
+    confidence: float = 0.95
+    fit: dict[str, float] = field(default_factory=dict)
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+def exact_from_scores(scores: np.ndarray, canary_index: int) -> Exposure:
+    """Exact exposure given the scores of the whole space (``scores[canary_index]`` is the canary)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    s = float(scores[canary_index])
+    others = np.delete(scores, canary_index)
+    rank = rank_among(s, others)
+    size = scores.size
+    value = exposure_from_rank(rank, size)
+    return Exposure(value, "exact", rank, size, size - 1, math.log2(size), chance_exposure(size),
+                    (value, value), s)
+
+
+def sampled_from_scores(canary_score: float, reference_scores: np.ndarray, space_size: int,
+                        confidence: float = 0.95) -> Exposure:
+    """Exposure among ``N`` sampled references: ``log2 N - log2 rank``, ceiling ``log2 N``."""
+    refs = np.asarray(reference_scores, dtype=np.float64)
+    n = refs.size
+    rank = rank_among(canary_score, refs)
+    value = exposure_from_rank(rank, n)
+    lo, hi = sampled_interval(rank - 1, n, space_size, confidence)
+    return Exposure(value, "sampled", rank, space_size, n, math.log2(n), chance_exposure(n + 1, math.log2(n)),
+                    (min(lo, value), max(hi, value)), canary_score, confidence)
+
+
+def extrapolated_from_scores(canary_score: float, reference_scores: np.ndarray, space_size: int,
+                             rng: np.random.Generator, confidence: float = 0.95,
+                             bootstrap: int = 30) -> Exposure:
+    """Skew-normal extrapolation (Secret Sharer), capped at ``log2 |R|``; bootstrap interval over refits."""
+    refs = np.asarray(reference_scores, dtype=np.float64)
+    ceiling = math.log2(space_size)
+    raw, fit = skewnorm_exposure(canary_score, refs)
+    value = min(raw, ceiling)
+    if bootstrap > 0:
+        idx = rng.integers(0, refs.size, size=(bootstrap, refs.size))
+        boot = np.array([min(skewnorm_exposure(canary_score, refs[row])[0], ceiling) for row in idx])
+        tail = (1.0 - confidence) / 2.0
+        interval = (float(np.quantile(boot, tail)), float(np.quantile(boot, 1.0 - tail)))
+        interval = (min(interval[0], value), max(interval[1], value))
+    else:
+        interval = (value, value)
+    rank = rank_among(canary_score, refs)
+    return Exposure(value, "extrapolated", rank, space_size, refs.size, ceiling, chance_exposure(space_size),
+                    interval, canary_score, confidence, fit,
+                    {"uncapped_bits": raw, "sampled_bits": exposure_from_rank(rank, refs.size)})
+
+
+# --- scoring a canary space in batches ---------------------------------------------------
+
+
+def space_digits(numbers, base: int, length: int):
+    """Secret V0 indices ``[B, n]`` of the candidates numbered ``numbers``.
+
+    Same order as :func:`pytest_privleak.attacks.candidates.enumerate_space` (row ``k`` is the base-``|V0|``
+    digits of ``k``, most significant first), without materialising the whole space: sampling needs a
+    few thousand rows of spaces far too large to list.
+    """
+    import torch
+
+    numbers = torch.as_tensor(numbers, dtype=torch.long)
+    powers = base ** torch.arange(length - 1, -1, -1, dtype=torch.long)
+    return (numbers.unsqueeze(1) // powers) % base
+
+
+SecretScorer = Callable[[Any], np.ndarray]
+
+
+def secret_scorer(target: Any, canary: Any) -> SecretScorer:
+    """``f(secret_indices [B, n]) -> scores [B]`` for candidates of ``canary``'s pattern.
+
+    Fast path: a target with ``vocab`` (``targets.vocab.Vocabulary``) and
+    ``score_token_ids(ids [B, L], intent, tags) -> Tensor[B]`` gets token-id tensors
+    directly (no Python objects per candidate).  Any other
+    :class:`~pytest_privleak.protocols.SequenceScorer` is called with utterances.
+    """
+    import torch
+
+    pattern = canary.pattern
+    vocab = getattr(target, "vocab", None)
+    if hasattr(target, "score_token_ids") and hasattr(vocab, "token_ids"):
+        prefix = torch.tensor(vocab.token_ids(pattern.prefix), dtype=torch.long)
+        v0 = torch.tensor(vocab.token_ids(pattern.vocabulary), dtype=torch.long)
+        tags, intent = tuple(pattern.tags), pattern.intent
+
+        def fast(secret_idx) -> np.ndarray:
+            secret_idx = torch.as_tensor(secret_idx, dtype=torch.long)
+            ids = torch.cat([prefix.expand(secret_idx.shape[0], -1), v0[secret_idx]], dim=1)
+            with torch.inference_mode():
+                out = target.score_token_ids(ids, intent, tags)
+            return out.detach().to("cpu", torch.float64).numpy()
+
+        return fast
+    if not hasattr(target, "score"):
+        raise TypeError(f"{type(target).__name__} is not a sequence scorer; give it score(utterances) -> "
+                        "array (lower = more likely), see pytest_privleak.protocols.SequenceScorer")
+    from ..data.types import Utterance
+
+    def slow(secret_idx) -> np.ndarray:
+        rows = np.asarray(secret_idx).tolist()
+        utts = [Utterance(pattern.prefix + tuple(pattern.vocabulary[i] for i in row), pattern.tags, pattern.intent)
+                for row in rows]
+        return np.asarray(target.score(utts), dtype=np.float64).reshape(len(rows))
+
+    return slow
+
+
+def score_secrets(scorer: SecretScorer, secrets, batch_size: int) -> np.ndarray:
+    """Scores of the candidate secrets ``[K, n]`` (V0 indices), ``batch_size`` rows per forward pass."""
+    out = np.empty(secrets.shape[0], dtype=np.float64)
+    for start in range(0, secrets.shape[0], batch_size):
+        chunk = secrets[start:start + batch_size]
+        out[start:start + chunk.shape[0]] = scorer(chunk)
+    return out
+
+
+def measure_exposure(target: Any, canary: Any, *, method: str = "auto", references: int = DEFAULT_REFERENCES,
+                     exact_budget: int = DEFAULT_EXACT_BUDGET, seed: int = 0, confidence: float = 0.95,
+                     batch_size: int = DEFAULT_BATCH, bootstrap: int = 30) -> Exposure:
+    """Exposure of ``canary`` (a :class:`~pytest_privleak.canaries.Canary`) under ``target``.
+
+    ``method="auto"`` enumerates when ``|V0|^n <= exact_budget``, else extrapolates
+    from ``references`` random candidates (the sampled rank is reported beside it).
+    """
+    if method not in METHODS:
+        raise ValueError(f"method={method!r} is not one of {METHODS}")
+    for name, value in (("references", references), ("batch_size", batch_size), ("exact_budget", exact_budget)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    pattern = canary.pattern
+    base, length, size = len(pattern.vocabulary), pattern.length, pattern.space_size
+    if method == "auto":
+        method = "exact" if size <= exact_budget else "extrapolated"
+    if size < 2:
+        raise ValueError("the canary space has fewer than 2 secrets; exposure is undefined")
+    from .candidates import enumerate_space, secret_index
+
+    scorer = secret_scorer(target, canary)
+    number = secret_index(canary.secret_indices, base)
+    if method == "exact":
+        space = enumerate_space(base, length, budget=None)
+        return exact_from_scores(score_secrets(scorer, space, batch_size), number)
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 0x6578706F]))  # "expo"
+    refs = rng.integers(0, size - 1, size=references, dtype=np.int64)
+    refs = refs + (refs >= number)  # uniform over the space without the canary
+    secrets = space_digits(np.concatenate([[number], refs]), base, length)
+    scores = score_secrets(scorer, secrets, batch_size)
+    if method == "sampled":
+        return sampled_from_scores(scores[0], scores[1:], size, confidence)
+    return extrapolated_from_scores(scores[0], scores[1:], size, rng, confidence, bootstrap)

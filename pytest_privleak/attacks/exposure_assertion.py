@@ -1,0 +1,120 @@
+"""``assert_exposure_below`` and ``assert_d_exposure_below``: exposure figures as test assertions.
+
+Two siblings rather than one function with a class argument, because the two
+measurements take different things: exposure needs a sequence scorer and a
+random canary (its space ``V0^n`` is the reference set), d-exposure needs a
+token scorer, an ambiguous word per entity class and the words each class
+owns.  With one function, half of the arguments would be meaningless in each
+mode and a wrong mix would only fail at run time; two signatures make each
+call complete and checkable, and both results share the metric unit (bits),
+the chance baseline (``log2 e`` for large reference sets) and the message.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..results import LeakResult
+from .exposure import DEFAULT_BATCH, DEFAULT_EXACT_BUDGET, DEFAULT_REFERENCES, measure_exposure
+
+EXPOSURE_REMEDY = (
+    "the model has memorised this secret: deduplicate the training data (fewer repeats of the secret), "
+    "scrub or mask secrets before training, train with dropout and early stopping on a validation split, "
+    "or train with differential privacy (DP-SGD)")
+D_EXPOSURE_REMEDY = (
+    "the tagger labels the inserted ambiguous phrase with more confidence than the class's own words: "
+    "it has memorised that phrase; remove repeated sentences from the training data, use dropout and "
+    "early stopping, or train with differential privacy (DP-SGD)")
+
+
+def target_facts(target: Any) -> dict:
+    """JSON-safe facts about a target for ``LeakResult.target`` (``describe()`` when it has one)."""
+    describe = getattr(target, "describe", None)
+    facts = describe() if callable(describe) else {}
+    return {"class": type(target).__name__, **(facts if isinstance(facts, dict) else {})}
+
+
+def _check_bits(max_bits: float) -> float:
+    if isinstance(max_bits, bool) or not isinstance(max_bits, (int, float)) or not max_bits >= 0:
+        raise ValueError(f"max_bits must be a number >= 0 (exposure is measured in bits), got {max_bits!r}")
+    return float(max_bits)
+
+
+def assert_exposure_below(target: Any, canary: Any, max_bits: float, *, method: str = "auto",
+                          references: int = DEFAULT_REFERENCES, exact_budget: int = DEFAULT_EXACT_BUDGET,
+                          seed: int = 0, confidence: float = 0.95, batch_size: int = DEFAULT_BATCH,
+                          bootstrap: int = 30) -> LeakResult:
+    """Fail when the exposure of ``canary`` under ``target`` exceeds ``max_bits``.
+
+    Exposure (Secret Sharer, d-exposure-discriminative eq. 1) is
+    ``log2 |R| - log2 rank`` of the canary's score among its space ``V0^n``;
+    ``target`` is a :class:`~pytest_privleak.protocols.SequenceScorer` (lower
+    score = likelier: log-perplexity for a language model, the training loss
+    with the canary's intent and tags for the joint NLU model). ``method``:
+    ``"exact"`` (enumerate), ``"sampled"`` (rank among ``references`` random
+    secrets, ceiling ``log2 references``), ``"extrapolated"`` (skew-normal fit)
+    or ``"auto"`` (exact when ``|V0|^n <= exact_budget``, else extrapolated).
+    The chance figure is the expected exposure of a canary the model never
+    memorised (about ``log2 e = 1.44`` bits). Returns the recorded result.
+    """
+    __tracebackhide__ = True
+    from ..assertions import check
+    from ..canaries import Canary
+
+    if not isinstance(canary, Canary):
+        raise TypeError(f"canary must be a Canary (build it with canary('pin', length=4)), got {type(canary).__name__}")
+    threshold = _check_bits(max_bits)
+    m = measure_exposure(target, canary, method=method, references=references, exact_budget=exact_budget,
+                         seed=seed, confidence=confidence, batch_size=batch_size, bootstrap=bootstrap)
+    evidence: dict[str, Any] = {
+        "canary": canary.text, "method": m.method,
+        "rank": f"{m.rank} of {m.space_size} secrets" if m.method == "exact"
+                else f"{m.rank} among {m.n_references} sampled references",
+        "space_size": m.space_size, "score": round(m.canary_score, 6)}
+    if m.fit:
+        evidence["fit"] = f"skew-normal a={m.fit['a']:.3g} loc={m.fit['loc']:.4g} scale={m.fit['scale']:.4g}, " \
+                          f"KS statistic {m.fit['ks']:.3f}"
+    extra = dict(m.extra)
+    if m.fit:
+        extra["fit_ks"] = m.fit["ks"]
+    result = LeakResult(
+        attack="exposure", metric="exposure_bits", value=m.value, threshold=threshold, direction="at_most",
+        interval=m.interval, confidence=m.confidence if m.method != "exact" else None, chance=m.chance,
+        ceiling=m.ceiling, label=canary.text, evidence=evidence, extra=extra, remedy=EXPOSURE_REMEDY,
+        target=target_facts(target))
+    return check(result)
+
+
+def assert_d_exposure_below(target: Any, inserted: Mapping[str, str], max_bits: float, *,
+                            class_words: Mapping[str, Sequence[str]] | Any,
+                            template: Sequence[str] | str | None = None) -> LeakResult:
+    """Fail when the d-exposure (d-exposure-discriminative §3.1, eq. 3) exceeds ``max_bits``.
+
+    ``target`` is a :class:`~pytest_privleak.protocols.TokenScorer` (for a CRF
+    tagger, its marginals); ``inserted`` maps each entity class to the
+    ambiguous word inserted with that label (paper §4.1: ``{"ORG": "Williams",
+    "PER": "Chelsea", "LOC": "Melbourne"}``); ``class_words`` gives each class's
+    words labelled only with it, or is the training dataset to take them from;
+    ``template`` is the phrase with ``___`` for the word (default "There are
+    many people who like ___"). The value is the mean over classes of eq. 2;
+    per-class figures are in ``extra``.
+    """
+    __tracebackhide__ = True
+    from ..assertions import check
+    from .d_exposure import DEFAULT_TEMPLATE, d_exposure, exclusive_class_words
+
+    threshold = _check_bits(max_bits)
+    template = DEFAULT_TEMPLATE if template is None else template
+    words = class_words if isinstance(class_words, Mapping) else exclusive_class_words(class_words, list(inserted))
+    m = d_exposure(target, inserted, words, template=template)
+    label = ", ".join(f"{w} as {c}" for c, w in inserted.items())
+    evidence: dict[str, Any] = {"phrase": m.phrase_text, "inserted": dict(inserted)}
+    for cls, per in m.per_class.items():
+        evidence[f"class {cls}"] = (f"conf({per.word})={per.confidence:.3f}, predicted {per.predicted}, "
+                                    f"{per.at_least} of {per.n_words} class words at least as confident")
+    extra = {f"d_exposure_{cls}": per.value for cls, per in m.per_class.items()}
+    result = LeakResult(
+        attack="d-exposure", metric="d_exposure_bits", value=m.value, threshold=threshold, direction="at_most",
+        chance=m.chance, ceiling=m.ceiling, label=label, evidence=evidence, extra=extra,
+        remedy=D_EXPOSURE_REMEDY, target=target_facts(target))
+    return check(result)

@@ -1,0 +1,210 @@
+"""A small word-level LSTM language model: the generative setting of exposure.
+
+The Secret Sharer (quoted in d-exposure-discriminative §2, eq. 1) measures
+exposure of canaries in a language model through their log-perplexity
+``-log2 Pr(x_1..x_n)``; this target provides it as a
+:class:`~pytest_privleak.protocols.SequenceScorer` (``score``) and a batched
+fast path over token ids (``score_token_ids``) for exposure over whole canary
+spaces.
+
+The model reads only tokens: intents and tags of the dataset are ignored.
+Each utterance is modelled as ``<s> x_1 .. x_n </s>``; the boundary token is
+one extra row after the shared :class:`~.vocab.Vocabulary` ids.  Training is
+the shared seeded loop (:func:`.training.fit`) with the per-utterance summed
+cross-entropy, so the score is exactly the training loss (in bits).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from . import training
+from .vocab import PAD_ID, Vocabulary
+
+KIND = "lstm-lm"
+LN2 = math.log(2.0)
+
+
+@dataclass(frozen=True)
+class LSTMLMConfig:
+    """Hyper-parameters; defaults are CPU-sized so that a 4-digit pin repeated 100 times is memorised."""
+
+    epochs: int = 12
+    batch_size: int = 32
+    lr: float = 5e-3                 # Adam
+    embedding_dim: int = 32
+    hidden_dim: int = 96
+    num_layers: int = 1
+    dropout: float = 0.0             # defence: dropout on embeddings and LSTM outputs
+    early_stopping: bool = False     # defence: stop on the validation loss
+    patience: int = 3
+    grad_clip: float = 5.0
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "batch_size", "embedding_dim", "hidden_dim", "num_layers", "patience"):
+            training.check_positive(name, getattr(self, name), integer=True)
+        training.check_positive("lr", self.lr, integer=False)
+        training.check_positive("grad_clip", self.grad_clip, integer=False, allow_zero=True)
+        if not isinstance(self.dropout, (int, float)) or isinstance(self.dropout, bool) \
+                or not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"config dropout={self.dropout!r} must be a number in [0, 1)")
+        if not isinstance(self.early_stopping, bool):
+            raise ValueError(f"config early_stopping={self.early_stopping!r} must be True or False")
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+class LSTMLMNet(nn.Module):
+    """Embedding -> LSTM -> linear over ``|V| + 1`` outputs (the last one is the boundary token)."""
+
+    def __init__(self, vocab_size: int, config: LSTMLMConfig) -> None:
+        super().__init__()
+        self.boundary = vocab_size
+        self.embedding = nn.Embedding(vocab_size + 1, config.embedding_dim, padding_idx=PAD_ID)
+        self.lstm = nn.LSTM(config.embedding_dim, config.hidden_dim, num_layers=config.num_layers,
+                            batch_first=True, dropout=config.dropout if config.num_layers > 1 else 0.0)
+        self.dropout = nn.Dropout(config.dropout)
+        self.output = nn.Linear(config.hidden_dim, vocab_size + 1)
+
+    def nll(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Summed negative log-likelihood (nats) ``[B]`` of ``<s> ids </s>``; ``ids`` padded with ``PAD_ID``."""
+        batch, width = ids.shape
+        bos = torch.full((batch, 1), self.boundary, dtype=torch.long, device=ids.device)
+        inputs = torch.cat([bos, ids], dim=1)                                  # [B, L+1]
+        targets = torch.cat([ids, torch.full_like(bos, PAD_ID)], dim=1)
+        targets.scatter_(1, lengths.unsqueeze(1).to(ids.device), self.boundary)  # </s> after the last token
+        hidden, _ = self.lstm(self.dropout(self.embedding(inputs)))
+        logits = self.output(self.dropout(hidden))
+        losses = -torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+        mask = torch.arange(width + 1, device=ids.device).unsqueeze(0) <= lengths.to(ids.device).unsqueeze(1)
+        return (losses * mask).sum(dim=1)
+
+
+def _collate(items: Sequence[list[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    lengths = torch.tensor([len(x) for x in items], dtype=torch.long)
+    ids = torch.full((len(items), int(lengths.max())), PAD_ID, dtype=torch.long)
+    for row, tokens in enumerate(items):
+        ids[row, :len(tokens)] = torch.tensor(tokens, dtype=torch.long)
+    return ids.to(device), lengths.to(device)
+
+
+def _batch_loss(net: LSTMLMNet, batch) -> torch.Tensor:
+    return net.nll(*batch)
+
+
+class LSTMLanguageModel:
+    """A trained LSTM LM; a ``SequenceScorer`` whose score is the log-perplexity in bits."""
+
+    kind = KIND
+
+    def __init__(self, net: LSTMLMNet, vocab: Vocabulary, config: LSTMLMConfig, *, seed: int,
+                 history: training.TrainingHistory, content_hash: str, loaded_from_cache: bool = False,
+                 score_chunk: int = 4096) -> None:
+        self.net = net.eval()
+        for p in self.net.parameters():
+            p.requires_grad_(False)
+        self.vocab = vocab
+        self.config = config
+        self.seed = seed
+        self.history = history
+        self.content_hash = content_hash
+        self.loaded_from_cache = loaded_from_cache
+        self.score_chunk = score_chunk
+
+    @property
+    def device(self) -> torch.device:
+        return self.net.embedding.weight.device
+
+    def describe(self) -> dict:
+        """JSON-safe facts for a ``LeakResult.target``."""
+        return {"kind": self.kind, "content_hash": self.content_hash, "device": str(self.device),
+                "seed": self.seed, "config": self.config.to_json(), "loaded_from_cache": self.loaded_from_cache,
+                "stopped_epoch": self.history.stopped_epoch}
+
+    def __repr__(self) -> str:
+        return f"LSTMLanguageModel({self.content_hash[:12]}, device={self.device}, cached={self.loaded_from_cache})"
+
+    @torch.no_grad()
+    def score_token_ids(self, ids: torch.Tensor, intent: str | None = None,
+                        tags: Sequence[str] | None = None) -> torch.Tensor:
+        """Log-perplexity in bits ``[B]`` of same-length rows ``ids [B, L]`` (intent and tags are ignored)."""
+        if ids.dim() != 2:
+            raise ValueError(f"ids must be [B, L], got {list(ids.shape)}")
+        ids = ids.to(self.device)
+        lengths = torch.full((ids.shape[0],), ids.shape[1], dtype=torch.long, device=self.device)
+        out = [self.net.nll(ids[s:s + self.score_chunk], lengths[s:s + self.score_chunk])
+               for s in range(0, ids.shape[0], self.score_chunk)]
+        return torch.cat(out) / LN2
+
+    @torch.no_grad()
+    def score(self, utterances: Sequence) -> np.ndarray:
+        """Log-perplexity in bits of each utterance (lower = more likely); unknown tokens -> ``<unk>``."""
+        encoded = [self.vocab.token_ids(u.tokens) for u in utterances]
+        out = np.empty(len(encoded), dtype=np.float64)
+        for s in range(0, len(encoded), self.score_chunk):
+            ids, lengths = _collate(encoded[s:s + self.score_chunk], self.device)
+            out[s:s + len(ids)] = (self.net.nll(ids, lengths) / LN2).double().cpu().numpy()
+        return out
+
+
+def _record(target: LSTMLanguageModel) -> dict:
+    return {"kind": KIND, "code_version": training.CODE_VERSION, "seed": target.seed,
+            "content_hash": target.content_hash, "config": target.config.to_json(),
+            "vocab": target.vocab.to_json(), "history": target.history.to_json()}
+
+
+def _save(target: LSTMLanguageModel, folder: Path) -> dict:
+    training.save_entry(folder, target.net.state_dict(), _record(target))
+    return {"kind": KIND, "seed": target.seed, "config": target.config.to_json()}
+
+
+def _load(folder: Path, device: torch.device) -> LSTMLanguageModel:
+    tensors, record = training.load_entry(folder, str(device))
+    try:
+        vocab = Vocabulary.from_json(record["vocab"])
+        config = LSTMLMConfig(**record["config"])
+        net = LSTMLMNet(len(vocab.tokens), config).to(device)
+        net.load_state_dict(tensors, strict=True)
+        return LSTMLanguageModel(net, vocab, config, seed=record["seed"],
+                                 history=training.TrainingHistory.from_json(record["history"]),
+                                 content_hash=record["content_hash"], loaded_from_cache=True)
+    except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+        raise training.CorruptEntryError(f"cache entry {folder} does not rebuild a {KIND} model: {exc}") from exc
+
+
+def build(dataset, config: LSTMLMConfig, *, device: torch.device, seed: int, content_hash: str,
+          progress: bool = True) -> LSTMLanguageModel:
+    """Train a fresh model on ``device`` (no cache)."""
+    vocab = Vocabulary.from_dataset(dataset)
+    train_items = [vocab.token_ids(u.tokens) for u in dataset.train]
+    valid_items = [vocab.token_ids(u.tokens) for u in dataset.valid]
+    with training.seeded(seed, device):
+        net = LSTMLMNet(len(vocab.tokens), config).to(device)
+        history = training.fit(
+            net, _batch_loss, train_items, valid_items, lambda items: _collate(items, device),
+            epochs=config.epochs, batch_size=config.batch_size, lr=config.lr, seed=seed,
+            early_stopping=config.early_stopping, patience=config.patience, grad_clip=config.grad_clip or None,
+            name=f"{KIND} {content_hash[:8]}", progress=progress)
+    return LSTMLanguageModel(net, vocab, config, seed=seed, history=history, content_hash=content_hash)
+
+
+def train(dataset, *, device: str = "cpu", cache=None, seed: int = 0, progress: bool = True,
+          **config) -> LSTMLanguageModel:
+    """Train (or load from ``cache``) the LSTM LM on ``dataset.train``; ``config``: :class:`LSTMLMConfig` fields."""
+    cfg = training.make_config(LSTMLMConfig, config, kind=KIND)
+    torch_device = torch.device(device)
+    key = training.cache_key(KIND, dataset, cfg, seed, str(torch_device))
+    target, _ = training.cached(
+        cache, key,
+        build=lambda: build(dataset, cfg, device=torch_device, seed=seed, content_hash=key, progress=progress),
+        save=_save,
+        load=lambda folder: _load(folder, torch_device))
+    return target
