@@ -1,0 +1,151 @@
+"""Enumerate and score candidate secrets of a canary (canary-extraction-nlu §3.1, §4.3).
+
+A candidate's score is the model's training loss on the whole canary, known
+prefix + candidate secret, with the canary's known intent and tags (the loss
+``L(f(E(x_c)), y_c)`` of eq. 3 evaluated at one-hot inputs). Lower means the
+model finds the candidate more likely. The exhaustive extraction attack and the
+exposure metric share this scoring.
+
+Secrets are given as indices into the pattern's reduced vocabulary V0
+(``pattern.vocabulary``), one row per candidate.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..canaries import Canary, CanaryPattern
+    from ..protocols import SoftInputModel
+
+#: Largest space the exhaustive attack enumerates unless told otherwise (12^4 colours fit, 10^6 pins do not).
+DEFAULT_BUDGET = 100_000
+
+
+class OutOfVocabularyError(ValueError):
+    """A canary token has no row in the model's embedding matrix, so no attack can feed it."""
+
+
+def pattern_of(canary_or_pattern: "Canary | CanaryPattern") -> "CanaryPattern":
+    """The :class:`CanaryPattern` of a canary, or the pattern itself."""
+    from ..canaries import Canary, CanaryPattern
+
+    if isinstance(canary_or_pattern, Canary):
+        return canary_or_pattern.pattern
+    if isinstance(canary_or_pattern, CanaryPattern):
+        return canary_or_pattern
+    raise TypeError(f"expected a Canary or CanaryPattern, got {type(canary_or_pattern).__name__}; "
+                    "fix: build one with pytest_privleak.canaries.canary(...)")
+
+
+def vocabulary_rows(model: "SoftInputModel", tokens: Sequence[str], *, role: str) -> torch.Tensor:
+    """Row index in ``model.vocabulary`` of each token; :class:`OutOfVocabularyError` names a missing one.
+
+    ``role`` says which tokens these are (e.g. "prefix of canary 'my pin code is ...'").
+    """
+    index = _vocabulary_index(model)
+    rows = []
+    for token in tokens:
+        row = index.get(token)
+        if row is None:
+            raise OutOfVocabularyError(
+                f"token {token!r} ({role}) is not in the model's vocabulary ({len(index)} tokens), so the "
+                "attack cannot feed its embedding; fix: inject the canary into the training data before "
+                "building the vocabulary (inject_canaries), or add the token to the model's vocabulary")
+        rows.append(row)
+    return torch.tensor(rows, dtype=torch.long)
+
+
+def _vocabulary_index(model: Any) -> dict[str, int]:
+    vocabulary = getattr(model, "vocabulary", None)
+    if vocabulary is None:
+        raise TypeError(f"{type(model).__name__} has no 'vocabulary'; it does not implement the SoftInputModel "
+                        "protocol (pytest_privleak.protocols.SoftInputModel)")
+    return {token: i for i, token in enumerate(vocabulary)}
+
+
+def enumerate_space(vocab_size: int, n: int, *, budget: int | None = DEFAULT_BUDGET) -> torch.Tensor:
+    """All ``vocab_size**n`` secrets as a ``[vocab_size**n, n]`` LongTensor, lexicographic order.
+
+    Row ``k`` is the base-``vocab_size`` digits of ``k``, first position most
+    significant. Raises ``ValueError`` when the space exceeds ``budget``.
+    """
+    if vocab_size < 1 or n < 1:
+        raise ValueError(f"vocab_size and n must be >= 1, got vocab_size={vocab_size}, n={n}")
+    size = vocab_size ** n
+    if budget is not None and size > budget:
+        raise ValueError(f"the secret space has {vocab_size}^{n} = {size} candidates, over the budget of "
+                         f"{budget}; fix: raise budget= or use the gradient attack (method='gradient')")
+    powers = vocab_size ** torch.arange(n - 1, -1, -1, dtype=torch.long)
+    return (torch.arange(size, dtype=torch.long).unsqueeze(1) // powers) % vocab_size
+
+
+def canary_rows(model: "SoftInputModel", canary_or_pattern: "Canary | CanaryPattern") -> tuple[torch.Tensor, torch.Tensor]:
+    """(prefix rows ``[m]``, V0 rows ``[|V0|]``) of a pattern in the model's embedding matrix."""
+    pattern = pattern_of(canary_or_pattern)
+    label = " ".join(pattern.prefix + ("k",) * pattern.length)
+    prefix = vocabulary_rows(model, pattern.prefix, role=f"prefix of canary pattern {pattern.name!r} {label!r}")
+    v0 = vocabulary_rows(model, pattern.vocabulary, role=f"reduced vocabulary V0 of canary pattern {pattern.name!r}")
+    return prefix, v0
+
+
+def discrete_loss(model: "SoftInputModel", weights: torch.Tensor, prefix_rows: torch.Tensor, v0_rows: torch.Tensor,
+                  secrets: torch.Tensor, intents: Sequence[str], tags: Sequence[Sequence[str]],
+                  batch_size: int = 1024) -> torch.Tensor:
+    """Loss ``[K]`` of one-hot canaries: row ``k`` is ``prefix_rows[k]`` then ``v0_rows[secrets[k]]``.
+
+    ``prefix_rows`` is ``[m]`` (shared) or ``[K, m]``; ``intents``/``tags`` have
+    one entry (shared) or ``K``. Batched, no gradients; result on the CPU.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    device = weights.device
+    secrets = secrets.to(device)
+    count = secrets.shape[0]
+    prefix_rows = prefix_rows.to(device)
+    if prefix_rows.dim() == 1:
+        prefix_rows = prefix_rows.unsqueeze(0).expand(count, -1)
+    word_rows = torch.cat([prefix_rows, v0_rows.to(device)[secrets]], dim=1)
+    out = []
+    with torch.no_grad():
+        for start in range(0, count, batch_size):
+            stop = min(start + batch_size, count)
+            rows_intents = list(intents) * (stop - start) if len(intents) == 1 else list(intents[start:stop])
+            rows_tags = list(tags) * (stop - start) if len(tags) == 1 else list(tags[start:stop])
+            loss = model.loss_from_embeddings(weights[word_rows[start:stop]], rows_intents, rows_tags)
+            out.append(loss.detach().float().cpu())
+    return torch.cat(out) if out else torch.zeros(0)
+
+
+def score_candidates(model: "SoftInputModel", canary_or_pattern: "Canary | CanaryPattern", secrets: torch.Tensor,
+                     batch_size: int = 1024) -> torch.Tensor:
+    """Model loss ``[K]`` of each candidate canary (lower = more likely), canary-extraction-nlu eq. 3 at one-hot inputs.
+
+    ``secrets`` is a ``[K, n]`` LongTensor of indices into the pattern's V0;
+    embeddings are rows ``W[ids]`` of ``model.input_embeddings()``. Float32 on the CPU.
+    """
+    pattern = pattern_of(canary_or_pattern)
+    secrets = torch.as_tensor(secrets, dtype=torch.long)
+    if secrets.dim() != 2 or secrets.shape[1] != pattern.length:
+        raise ValueError(f"secrets must be a [K, {pattern.length}] tensor of V0 indices for pattern "
+                         f"{pattern.name!r}, got shape {tuple(secrets.shape)}")
+    if secrets.numel() and (int(secrets.min()) < 0 or int(secrets.max()) >= len(pattern.vocabulary)):
+        raise ValueError(f"secrets hold indices outside V0 (0..{len(pattern.vocabulary) - 1}) of pattern {pattern.name!r}")
+    prefix, v0 = canary_rows(model, pattern)
+    weights = model.input_embeddings().detach()
+    return discrete_loss(model, weights, prefix, v0, secrets, [pattern.intent], [pattern.tags], batch_size)
+
+
+def rank_of(scores: torch.Tensor, index: int) -> int:
+    """1-based rank of candidate ``index`` among ``scores`` (lower is better); ties count in its favour."""
+    return int((scores < scores[index]).sum()) + 1
+
+
+def secret_index(secret_indices: Sequence[int], vocab_size: int) -> int:
+    """Row of a secret in :func:`enumerate_space` order."""
+    k = 0
+    for digit in secret_indices:
+        k = k * vocab_size + int(digit)
+    return k
