@@ -67,10 +67,25 @@ class Encoder(Protocol):
 
 @runtime_checkable
 class Mechanism(Protocol):
-    """Local randomiser audited for its ε (hoho-attack-ome-ldp §2); see ``ldp.mechanisms``."""
+    """Local randomiser audited for its ε (hoho-attack-ome-ldp §2); built-ins in ``ldp.mechanisms``.
+
+    ``epsilon`` is the claimed ε; ``domain`` describes the inputs the auditor
+    may draw pairs from (``ldp.mechanisms.BoxDomain`` or ``FiniteDomain``).
+    """
 
     epsilon: float
     domain: Any
 
     def __call__(self, inputs: "np.ndarray", rng: "np.random.Generator") -> "np.ndarray":
-        """Randomise every row of ``inputs`` independently; vectorised."""
+        """Randomise every row of ``inputs`` (``[N, ...]``) independently -> ``[N, out_dim]``."""
+
+
+@runtime_checkable
+class BitProductMechanism(Mechanism, Protocol):
+    """A mechanism whose output bits are independent given the input (OME, SUE, OUE, RAPPOR).
+
+    The white-box exact ε (``ldp.exact``) needs only these bit probabilities.
+    """
+
+    def bit_probabilities(self, inputs: "np.ndarray") -> "np.ndarray":
+        """``[N, bits]`` array of Pr[bit = 1 | input]."""

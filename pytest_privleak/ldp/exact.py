@@ -7,8 +7,8 @@ of the two directions (adding absolute values across directions would
 overstate it).  This is the ground truth the black-box bound is tested
 against.  The paper's corrected bound for OME (hoho-attack-ome-ldp §3.2,
 eq. 3-4) is λ^{rl} e^{ε/2}; it is computed here to show it is still below
-the exact value for λ >= 10 (at an odd bit the worst ratio is about λ^2·q/… ,
-not λ e^{ε/(rl)}).
+the exact value for λ >= 10: at an odd bit the worst ratio is
+q/p_odd = (1+λ^3)/(1+λ e^{ε/(rl)}), about λ^2, not λ e^{ε/(rl)}.
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def directional_loss(probs_a: np.ndarray, probs_b: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         one = _log(pa) - _log(pb)
         zero = _log1m(pa) - _log1m(pb)
-    per_bit = np.maximum(np.nan_to_num(one, nan=-np.inf), np.nan_to_num(zero, nan=-np.inf))
+    per_bit = np.maximum(np.where(np.isnan(one), -np.inf, one), np.where(np.isnan(zero), -np.inf, zero))
     return per_bit.sum(axis=-1)
 
 

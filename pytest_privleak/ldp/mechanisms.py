@@ -16,14 +16,14 @@ The protocol (what a user implements for their own encoder)::
 domain tells the pair search which inputs are allowed.
 
 Built in: OME (Lyu et al., SIGIR 2020, as restated in hoho-attack-ome-ldp
-§2.1 / Theorem 2.1), SUE and OUE (Wang et al., USENIX Security 2017, §4.2),
+§2.1 / Theorem 2.1), SUE and OUE (Wang et al., USENIX Security 2017),
 k-ary randomised response and the Laplace mechanism on a bounded box.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
@@ -94,22 +94,8 @@ class FiniteDomain:
 Domain = BoxDomain | FiniteDomain
 
 
-# --- protocol ----------------------------------------------------------------------------
-@runtime_checkable
-class Mechanism(Protocol):
-    """A vectorised randomiser with its claimed ε and input domain (see module docstring)."""
-
-    epsilon: float
-    domain: Any
-
-    def __call__(self, inputs: np.ndarray, rng: np.random.Generator) -> np.ndarray: ...
-
-
-@runtime_checkable
-class BitProductMechanism(Mechanism, Protocol):
-    """A mechanism whose output bits are independent given the input (OME, SUE, OUE, RAPPOR)."""
-
-    def bit_probabilities(self, inputs: np.ndarray) -> np.ndarray: ...
+# --- protocol: defined once in protocols.py, re-exported here for users of this package ---
+from ..protocols import BitProductMechanism, Mechanism  # noqa: E402,F401
 
 
 def _check_epsilon(epsilon: float, name: str = "epsilon") -> float:
@@ -126,7 +112,12 @@ class _BitProduct:
         raise NotImplementedError
 
     def __call__(self, inputs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        probs = self.bit_probabilities(inputs)
+        inputs = np.asarray(inputs)
+        if len(inputs) > 1 and np.all(inputs == inputs[:1]):  # one input repeated: encode it once
+            row = self.bit_probabilities(inputs[:1])
+            probs = np.broadcast_to(row, (len(inputs), row.shape[1]))
+        else:
+            probs = self.bit_probabilities(inputs)
         return (rng.random(probs.shape, dtype=np.float32) < probs).astype(np.uint8)
 
 
