@@ -1,0 +1,300 @@
+"""Pieces every target shares: config checking, a seeded training loop, cache entries.
+
+* :func:`make_config` turns keyword arguments into a frozen config dataclass,
+  naming any unknown key and the accepted ones.
+* :func:`fit` is a seeded mini-batch loop with Adam, optional early stopping
+  on the validation loss that restores the best weights (canary-extraction-nlu
+  §6: patience 20 epochs), and one progress line per epoch on stderr (pytest
+  captures it unless ``-s``). Same seed, same data -> bitwise-identical weights
+  on CPU.
+* :func:`cached` trains once per content hash (kind, dataset, config, seed,
+  device type, :data:`CODE_VERSION`) through :class:`~pytest_privleak.cache.TargetCache`:
+  weights as safetensors, everything else as JSON, never a pickle; an entry
+  that cannot be read is deleted under the cache lock and rebuilt.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import json
+import logging
+import math
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import torch
+from torch import nn
+
+#: Bump whenever a change to target or training code changes trained weights;
+#: it is part of every cache key, so stale entries are never reused.
+CODE_VERSION = 1
+
+WEIGHTS_FILE = "model.safetensors"
+TARGET_FILE = "target.json"
+
+logger = logging.getLogger("pytest_privleak.targets")
+C = TypeVar("C")
+T = TypeVar("T")
+
+
+# --------------------------------------------------------------------------- config
+
+def make_config(cls: type[C], overrides: dict[str, Any], *, kind: str) -> C:
+    """``cls(**overrides)`` with a clear error for keys ``cls`` does not accept."""
+    accepted = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(overrides) - set(accepted))
+    if unknown:
+        raise TypeError(f"train_target({kind!r}, ...) got unknown config key(s) {unknown}; "
+                        f"accepted keys: {', '.join(accepted)}")
+    return cls(**overrides)
+
+
+def check_positive(name: str, value: Any, *, integer: bool, allow_zero: bool = False) -> None:
+    """Raise ``ValueError`` naming ``name`` unless it is a positive number (an int when ``integer``)."""
+    kinds = (int,) if integer else (int, float)
+    ok = isinstance(value, kinds) and not isinstance(value, bool) and math.isfinite(value) and (
+        value >= 0 if allow_zero else value > 0)
+    if not ok:
+        what = "an integer" if integer else "a number"
+        raise ValueError(f"config {name}={value!r} must be {what} {'>= 0' if allow_zero else '> 0'}")
+
+
+# --------------------------------------------------------------------------- seeding
+
+@contextlib.contextmanager
+def seeded(seed: int, device: torch.device | str = "cpu") -> Iterator[None]:
+    """Run the block with torch's global RNG seeded by ``seed``, restoring it afterwards.
+
+    Weight initialisation and dropout draw from the global RNG; forking it keeps
+    training reproducible without disturbing the caller's random state.
+    """
+    device = torch.device(device)
+    devices = [device.index if device.index is not None else torch.cuda.current_device()] \
+        if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        yield
+
+
+@contextlib.contextmanager
+def torch_threads(count: int | None) -> Iterator[None]:
+    """Limit torch's intra-op CPU threads to ``count`` inside the block (``None``: leave as is).
+
+    The CI-sized targets are bound by per-operation overhead, not arithmetic:
+    one thread trains them faster than two on a shared machine, and a fixed
+    count makes CPU weights bitwise identical whatever the core count.
+    """
+    if count is None:
+        yield
+        return
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise ValueError(f"threads={count!r} must be an integer >= 1 or None")
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+# --------------------------------------------------------------------------- loop
+
+@dataclass
+class TrainingHistory:
+    """Per-epoch losses and where training stopped (epochs count from 1)."""
+
+    epochs: list[dict] = field(default_factory=list)
+    best_epoch: int = 0
+    stopped_epoch: int = 0
+    stopped_early: bool = False
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "TrainingHistory":
+        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls)})
+
+
+class _Progress:
+    """One line per epoch on stderr; pytest captures it unless run with ``-s``."""
+
+    def __init__(self, name: str, epochs: int, enabled: bool) -> None:
+        self.name, self.epochs, self.enabled = name, epochs, enabled
+
+    def epoch(self, row: dict, best: bool) -> None:
+        line = (f"[privleak] {self.name} epoch {row['epoch']}/{self.epochs} train {row['train_loss']:.4f}"
+                + (f" valid {row['valid_loss']:.4f}" if row["valid_loss"] is not None else "")
+                + (" *" if best else "") + f" ({row['seconds']:.1f}s)")
+        logger.info(line)
+        if self.enabled:
+            print(line, file=sys.stderr, flush=True)
+
+
+def fit(
+    model: nn.Module,
+    loss_fn: Callable[[nn.Module, Any], torch.Tensor],
+    train_items: Sequence[Any],
+    valid_items: Sequence[Any],
+    collate: Callable[[Sequence[Any]], Any],
+    *,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    seed: int,
+    early_stopping: bool = False,
+    patience: int = 20,
+    grad_clip: float | None = None,
+    name: str = "target",
+    progress: bool = True,
+    eval_batch_size: int = 1024,
+    on_epoch: Callable[[nn.Module, dict], None] | None = None,
+) -> TrainingHistory:
+    """Train ``model`` in place with Adam on per-example losses ``loss_fn(model, batch) -> [B]``.
+
+    Mini-batches are drawn from a ``torch.Generator`` seeded by ``seed``. The
+    validation loss (mean per-example loss, evaluation mode) is recorded every
+    epoch when ``valid_items`` is non-empty. With ``early_stopping`` training
+    stops once it has not improved for ``patience`` epochs and the weights of
+    the best epoch are restored (canary-extraction-nlu §6); without it the last
+    weights are kept. ``on_epoch(model, row)`` is called after each epoch (model
+    in evaluation mode), e.g. to measure memorisation as training goes.
+    """
+    if early_stopping and not valid_items:
+        raise ValueError("early_stopping=True needs a validation split; the dataset's valid split is empty")
+    if not train_items:
+        raise ValueError("cannot train on an empty training split")
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
+    valid_batches = [collate(valid_items[i:i + eval_batch_size])
+                     for i in range(0, len(valid_items), eval_batch_size)]
+    history = TrainingHistory()
+    best_loss, best_state, stale = math.inf, None, 0
+    report = _Progress(name, epochs, progress)
+    start = time.perf_counter()
+    for epoch in range(1, epochs + 1):
+        tick = time.perf_counter()
+        model.train()
+        order = torch.randperm(len(train_items), generator=generator).tolist()
+        total, count = 0.0, 0
+        for i in range(0, len(order), batch_size):
+            batch = collate([train_items[j] for j in order[i:i + batch_size]])
+            losses = loss_fn(model, batch)
+            optimizer.zero_grad(set_to_none=True)
+            losses.mean().backward()
+            if grad_clip:
+                nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+            optimizer.step()
+            total += float(losses.detach().sum())
+            count += losses.shape[0]
+        valid_loss = _mean_loss(model, loss_fn, valid_batches) if valid_batches else None
+        row = {"epoch": epoch, "train_loss": total / count, "valid_loss": valid_loss,
+               "seconds": time.perf_counter() - tick}
+        history.epochs.append(row)
+        improved = valid_loss is not None and valid_loss < best_loss
+        if improved:
+            best_loss, stale, history.best_epoch = valid_loss, 0, epoch
+            if early_stopping:
+                best_state = copy.deepcopy(model.state_dict())
+        else:
+            stale += 1
+        report.epoch(row, improved)
+        if on_epoch is not None:
+            on_epoch(model, row)
+        history.stopped_epoch = epoch
+        if early_stopping and stale >= patience:
+            history.stopped_early = True
+            break
+    if early_stopping and best_state is not None:
+        model.load_state_dict(best_state)
+    if not valid_batches:
+        history.best_epoch = history.stopped_epoch
+    model.eval()
+    history.seconds = time.perf_counter() - start
+    return history
+
+
+@torch.no_grad()
+def _mean_loss(model: nn.Module, loss_fn, batches: list) -> float:
+    model.eval()
+    total, count = 0.0, 0
+    for batch in batches:
+        losses = loss_fn(model, batch)
+        total += float(losses.sum())
+        count += losses.shape[0]
+    return total / count
+
+
+# --------------------------------------------------------------------------- cache
+
+class CorruptEntryError(RuntimeError):
+    """A cache entry exists but cannot be loaded (missing or damaged file)."""
+
+
+def cache_key(kind: str, dataset, config, seed: int, device: str) -> str:
+    """Content hash of everything that determines the trained weights.
+
+    The device *type* is part of it (CPU and CUDA kernels differ in the last
+    bits); the GPU index is not, so xdist workers on different GPUs share entries.
+    """
+    from ..cache import content_hash
+
+    return content_hash({"kind": kind, "dataset": dataset.content_hash(), "config": config, "seed": seed,
+                         "device_type": torch.device(device).type, "code_version": CODE_VERSION})
+
+
+def save_entry(folder: Path, state_dict: dict[str, torch.Tensor], record: dict) -> None:
+    """Write ``model.safetensors`` (weights) and ``target.json`` (everything needed to rebuild)."""
+    from safetensors.torch import save_file
+
+    tensors = {k: v.detach().to("cpu").contiguous() for k, v in state_dict.items()}
+    save_file(tensors, str(folder / WEIGHTS_FILE))
+    (folder / TARGET_FILE).write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
+
+
+def load_entry(folder: Path, device: str) -> tuple[dict[str, torch.Tensor], dict]:
+    """Read an entry written by :func:`save_entry`; :class:`CorruptEntryError` if it is damaged."""
+    from safetensors.torch import load_file
+
+    try:
+        record = json.loads((folder / TARGET_FILE).read_text(encoding="utf-8"))
+        tensors = load_file(str(folder / WEIGHTS_FILE), device=str(torch.device(device)))
+    except Exception as exc:  # missing file, bad JSON, truncated safetensors header ...
+        raise CorruptEntryError(f"cache entry {folder} is unreadable: {exc}") from exc
+    return tensors, record
+
+
+def cached(cache, key: str, build: Callable[[], T], save: Callable[[T, Path], dict],
+           load: Callable[[Path], T]) -> tuple[T, bool]:
+    """``cache.get_or_build`` that deletes an unreadable entry (under the lock) and rebuilds it.
+
+    ``cache=None`` builds without caching. ``load`` must raise
+    :class:`CorruptEntryError` for a damaged entry.
+    """
+    if cache is None:
+        return build(), False
+
+    def load_or_discard(folder: Path) -> T:
+        try:
+            return load(folder)
+        except CorruptEntryError as exc:
+            logger.warning("%s; deleting it and retraining", exc)
+            print(f"[privleak] {exc}; deleting it and retraining", file=sys.stderr, flush=True)
+            import shutil
+
+            shutil.rmtree(folder, ignore_errors=True)  # we hold the entry's lock here
+            raise
+
+    for _ in range(2):
+        try:
+            return cache.get_or_build(key, build, save, load_or_discard)
+        except CorruptEntryError:
+            continue
+    raise CorruptEntryError(f"cache entry {cache.entry(key)} stayed unreadable after a rebuild; "
+                            f"delete {cache.root} and rerun")
