@@ -225,7 +225,7 @@ def secret_scorer(target: Any, canary: Any) -> SecretScorer:
     vocab = getattr(target, "vocab", None)
     if hasattr(target, "score_token_ids") and hasattr(vocab, "token_ids"):
         prefix = torch.tensor(vocab.token_ids(pattern.prefix), dtype=torch.long)
-        v0 = torch.tensor(vocab.token_ids(pattern.vocabulary), dtype=torch.long)
+        v0 = torch.tensor(vocab.token_ids(pattern.vocabulary, strict=True), dtype=torch.long)
         tags, intent = tuple(pattern.tags), pattern.intent
 
         def fast(secret_idx) -> np.ndarray:
