@@ -59,3 +59,28 @@ def test_grammar_files_live_under_top_level_fixtures():
 def test_bad_arguments(kwargs):
     with pytest.raises(ValueError, match=next(iter(kwargs))):
         generate_snips_like(**kwargs)
+
+
+def test_unseen_share_withholds_values_from_training_only():
+    from pytest_privleak.data.synthetic import generate_snips_like as gen
+
+    plain = gen(300, 100, 100, seed=0)
+    realistic = gen(300, 100, 100, seed=0, unseen_share=0.5)
+    assert gen(300, 100, 100, seed=0, unseen_share=0.0).content_hash() == plain.content_hash()
+    assert gen(300, 100, 100, seed=0, unseen_share=0.5).content_hash() == realistic.content_hash()
+    train_vocab = set(realistic.vocabulary)
+    held_out = {t for u in realistic.test + realistic.valid for t in u.tokens} - train_vocab
+    assert held_out, "valid/test must contain words never seen in training"
+    assert set("0123456789") <= {t for u in gen(1500, 10, 10, seed=0, unseen_share=0.5).train for t in u.tokens}
+    plain_unseen = {t for u in plain.test + plain.valid for t in u.tokens} - set(plain.vocabulary)
+    assert len(held_out) > 2 * len(plain_unseen)
+
+
+def test_unseen_share_rejects_bad_values():
+    import pytest
+
+    from pytest_privleak.data.synthetic import generate_snips_like as gen
+
+    for bad in (-0.1, 1.0, 2):
+        with pytest.raises(ValueError, match="unseen_share"):
+            gen(50, 10, 10, unseen_share=bad)

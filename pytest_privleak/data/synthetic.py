@@ -82,6 +82,31 @@ def _realise(template: Template, values: dict[str, tuple[str, ...]], rng: random
     return Utterance(tuple(tokens), spans_to_bio(len(tokens), spans), intent)
 
 
+def reserve_unseen(values: dict[str, tuple[str, ...]], share: float, seed: int
+                   ) -> dict[str, tuple[str, ...]]:
+    """The value lists the training split draws from when a ``share`` of each is kept for valid/test.
+
+    Real NLU splits (Snips among them) have entities in validation and test
+    that training never saw; a model that memorises its training entities then
+    does worse on them, so its validation loss turns while training loss still
+    falls (which early stopping, canary-extraction-nlu §6, needs). From each
+    list, ``floor(share * len)`` values are withheld from training, chosen with
+    ``seed``; values containing a digit are never withheld, so every digit
+    stays in the training vocabulary (digit canaries' V0), and each list keeps
+    at least one value.
+    """
+    if share == 0.0:
+        return values
+    seen: dict[str, tuple[str, ...]] = {}
+    for name, items in values.items():
+        rng = random.Random(f"snips_like:{seed}:unseen:{name}")
+        candidates = [v for v in items if not any(c.isdigit() for c in v)]
+        k = min(int(share * len(items)), len(items) - 1, len(candidates))
+        withheld = set(rng.sample(candidates, k)) if k > 0 else set()
+        seen[name] = tuple(v for v in items if v not in withheld)
+    return seen
+
+
 def _split(n: int, seed: int, split: str, templates, values) -> tuple[Utterance, ...]:
     rng = random.Random(f"snips_like:{seed}:{split}")
     intents = sorted(templates)
@@ -93,19 +118,28 @@ def _split(n: int, seed: int, split: str, templates, values) -> tuple[Utterance,
     return tuple(out)
 
 
-def generate_snips_like(n_train: int = 1500, n_valid: int = 200, n_test: int = 300, seed: int = 0) -> NLUDataset:
+def generate_snips_like(n_train: int = 1500, n_valid: int = 200, n_test: int = 300, seed: int = 0, *,
+                        unseen_share: float = 0.0) -> NLUDataset:
     """A Snips-like dataset of 7 intents with BIO slot tags; the same seed gives the same content.
 
     Intents and templates are drawn uniformly; sizes are per split.  The
     default (1500/200/300) is sized for CI training on CPU (issue 2: about
-    1-2k utterances).
+    1-2k utterances).  ``unseen_share`` in [0, 1): the share of each slot
+    value list that only valid and test draw from (:func:`reserve_unseen`);
+    valid and test draw from every value, as real splits mix seen and unseen
+    entities.
     """
     for arg, value, low in (("n_train", n_train, 1), ("n_valid", n_valid, 0), ("n_test", n_test, 0)):
         if not isinstance(value, int) or isinstance(value, bool) or value < low:
             raise ValueError(f"{arg} must be an integer >= {low}, got {value!r}")
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ValueError(f"seed must be an integer, got {seed!r}")
+    if not isinstance(unseen_share, (int, float)) or isinstance(unseen_share, bool) \
+            or not 0.0 <= unseen_share < 1.0:
+        raise ValueError(f"unseen_share must be a number in [0, 1), got {unseen_share!r}")
     templates, values = load_grammar()
-    splits = [_split(n, seed, split, templates, values)
+    train_values = reserve_unseen(values, float(unseen_share), seed)
+    splits = [_split(n, seed, split, templates, train_values if split == "train" else values)
               for split, n in (("train", n_train), ("valid", n_valid), ("test", n_test))]
-    return NLUDataset(*splits, name=f"snips_like(seed={seed})")
+    name = f"snips_like(seed={seed})" if not unseen_share else f"snips_like(seed={seed}, unseen_share={unseen_share})"
+    return NLUDataset(*splits, name=name)
