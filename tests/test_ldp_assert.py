@@ -4,8 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from pytest_privleak.ldp import (KRR, OME, OUE, SUE, BoundedLaplace, BoxDomain, assert_ldp_holds, audit,
-                                 worst_case_epsilon)
+from pytest_privleak.ldp import (KRR, OME, OUE, SUE, BoundedLaplace, BoxDomain, FiniteDomain, assert_ldp_holds,
+                                 audit, worst_case_epsilon)
 from pytest_privleak.results import PrivacyLeakError
 
 
@@ -94,16 +94,73 @@ def test_delta_lowers_the_bound():
 def test_result_is_json_safe_and_recorded():
     import json
 
+    from pytest_privleak.report.model import encode
     from pytest_privleak.results import set_sink
     sink = []
     set_sink(sink)
     try:
-        res = assert_ldp_holds(KRR(3, 1.0), 1.0, samples=100_000)
+        res = assert_ldp_holds(KRR(3, 1.0), 1.0, samples=100_000, tolerance=0.25)
     finally:
         set_sink(None)
     assert sink == [res]
-    json.dumps({k: v for k, v in res.to_json().items() if k != "interval"})
+    assert res.interval[1] == math.inf  # the one-sided interval: the whole result must still encode strictly
+    text = json.dumps(encode(res.to_json()), allow_nan=False)
+    assert json.loads(text)["interval"][1] == "Infinity"
+    assert res.tolerance == 0.25 and json.loads(text)["tolerance"] == 0.25
     assert res.chance == 0.0 and res.ceiling > res.value and res.direction == "at_most"
+
+
+class OneBit:
+    """One output bit: Pr[1 | x=0] = 0.001, Pr[1 | x=1] = 0.5.  Exact ε = ln(0.5/0.001) = ln 500, reached
+    only in the 1 -> 0 direction (output 1); the 0 -> 1 direction gives just ln(0.999/0.5) = 0.69."""
+
+    epsilon = 1.0
+    domain = FiniteDomain(np.array([0, 1]))
+
+    def bit_probabilities(self, inputs):
+        return np.where(np.asarray(inputs).reshape(-1, 1) == 1, 0.5, 0.001)
+
+    def __call__(self, inputs, rng):
+        p = self.bit_probabilities(inputs)
+        return (rng.random(p.shape) < p).astype(np.uint8)
+
+    def __repr__(self):
+        return "OneBit(p0=0.001, p1=0.5)"
+
+
+def test_asymmetric_leak_is_found_in_the_direction_the_search_did_not_list():
+    # the search lists the pair as (0, 1); the large loss is 1 -> 0, so it must come from the sign = -1 branch
+    exact = math.log(500)
+    assert worst_case_epsilon(OneBit()).epsilon == pytest.approx(exact)
+    res = audit(OneBit())
+    assert 5 < res.epsilon_lcb <= exact
+    assert (int(res.a), int(res.b)) == (1, 0)  # p1 measured on the favoured input
+    assert res.p1 == pytest.approx(0.5, abs=0.005) and res.p2 == pytest.approx(0.001, rel=0.2)
+    with pytest.raises(PrivacyLeakError) as info:
+        assert_ldp_holds(OneBit(), 1.0)
+    assert 5 < info.value.result.value <= exact
+
+
+def test_choose_attack_scores_the_reverse_direction_as_b_over_a():
+    from pytest_privleak.ldp.auditor import choose_attack
+    n = 100_000
+    # classifier score +1 = "looks like a" (output 0), -1 = output 1; a emits 1 w.p. 0.001, b w.p. 0.5
+    sa = np.where(np.arange(n) < n // 1000, -1.0, 1.0)
+    sb = np.where(np.arange(n) < n // 2, -1.0, 1.0)
+    adaptive = choose_attack(sa, sb, n_final=10**6, confidence=0.95, delta=0.0, c=None)
+    assert adaptive.sign == -1.0 and adaptive.c == pytest.approx(0.001)  # c is the rate under a, the denominator
+    assert adaptive.projected > 5.5  # ln 500 = 6.2 less the confidence margins, not ln 2
+    # fixed c: the threshold comes from a's scores; by hand, S = {output 1} ∪ {output 0 w.p. γ},
+    # γ = (0.01 - 0.001) / 0.999, so Pr_a[S] = 0.01 and Pr_b[S] = 0.5 + 0.5 γ: ln 50.45 = 3.92 before margins
+    fixed = choose_attack(sa, sb, n_final=10**6, confidence=0.95, delta=0.0, c=0.01)
+    assert fixed.sign == -1.0 and fixed.c == pytest.approx(0.01)
+    assert fixed.gamma == pytest.approx(0.009 / 0.999)
+    assert math.log(0.5 + 0.5 * 0.009 / 0.999) - math.log(0.01) - 0.1 < fixed.projected < 3.93
+
+
+def test_tolerance_is_validated():
+    with pytest.raises(ValueError, match="tolerance"):
+        assert_ldp_holds(KRR(3, 1.0), 1.0, samples=100_000, tolerance=-0.1)
 
 
 @pytest.mark.parametrize("kwargs,match", [

@@ -94,3 +94,20 @@ def test_domains():
 def test_bad_parameters_raise(make):
     with pytest.raises(ValueError):
         make()
+
+
+def test_bit_sampling_resolves_probabilities_below_float32_grid():
+    # float32 uniforms are multiples of 2^-24, so any 0 < p <= 2^-24 is sampled as 2^-24 (6e-8): 1e8 draws would
+    # give about 6 ones.  OME's odd bits have p = 1/(1+λ^3) (1e-9 at λ=1000).  At p = 1e-12 float64 gives 1e-4.
+    from pytest_privleak.ldp.mechanisms import _BitProduct
+
+    class Tiny(_BitProduct):
+        def bit_probabilities(self, inputs):
+            return np.full((len(inputs), 1000), 1e-12)
+
+    mech, rng = Tiny(), np.random.default_rng(0)
+    ones = sum(int(mech(np.zeros((10_000, 1)), rng).sum()) for _ in range(10))
+    assert ones == 0
+    # and the float32 sampler would have failed this test with these numbers
+    rng32 = np.random.default_rng(0)
+    assert sum(int((rng32.random((10_000, 1000), dtype=np.float32) < 1e-12).sum()) for _ in range(10)) >= 1

@@ -56,7 +56,8 @@ def exact_figures(mechanism, found: AuditResult) -> dict[str, float]:
     return out
 
 
-def ldp_result(mechanism, epsilon: float, found: AuditResult, *, delta: float = 0.0) -> LeakResult:
+def ldp_result(mechanism, epsilon: float, found: AuditResult, *, delta: float = 0.0,
+               tolerance: float | None = None) -> LeakResult:
     """Turn an audit into a :class:`LeakResult` (value = ε_lcb, threshold = claimed ε)."""
     exact = exact_figures(mechanism, found)
     point = found.point
@@ -80,14 +81,14 @@ def ldp_result(mechanism, epsilon: float, found: AuditResult, *, delta: float = 
         attack="ldp", metric="epsilon_lcb", value=float(found.epsilon_lcb), threshold=float(epsilon),
         direction="at_most", interval=(float(found.epsilon_lcb), math.inf), confidence=found.confidence,
         chance=0.0, ceiling=float(found.ceiling), label=repr(mechanism), evidence=evidence, extra=extra,
-        remedy=_REMEDY, target={"mechanism": repr(mechanism), "samples": found.samples, "delta": delta,
+        remedy=_REMEDY, tolerance=tolerance, target={"mechanism": repr(mechanism), "samples": found.samples, "delta": delta,
                                 "seconds": found.seconds, "pairs_tried": found.tried})
 
 
 def assert_ldp_holds(mechanism, epsilon: float | None, *, confidence: float = 0.95, pairs=None,
                      samples: int = 1_000_000, delta: float = 0.0, seed: int = 0, c: float | None = None,
                      classifier: str = "logistic", train_samples: int = 20_000,
-                     val_samples: int = 100_000) -> LeakResult:
+                     val_samples: int = 100_000, tolerance: float | None = None) -> LeakResult:
     """Fail when ``mechanism`` provably violates ``epsilon``-LDP (ε_lcb > epsilon at ``confidence``).
 
     ``pairs``: extra input pairs ``[(a, a'), ...]`` to try besides the search;
@@ -95,13 +96,21 @@ def assert_ldp_holds(mechanism, epsilon: float | None, *, confidence: float = 0.
     about ln(samples / 3.7)); ``c``: fix Pr[M(a') in S] as DP-Sniper does
     (default: adaptive); ``epsilon=None`` takes the mechanism's own claim.
     The interval reported is the one-sided [ε_lcb, inf); ``ceiling`` is the
-    largest ε_lcb that ``samples`` can certify.
+    largest ε_lcb that ``samples`` can certify.  ``tolerance``: how far ε_lcb
+    may grow over the stored baseline report before the CI baseline gate
+    calls it a regression (absolute, in ε; ``None`` uses the ini option or
+    the built-in default of 0.1 for ``epsilon_lcb``); it does not affect this
+    test's own pass/fail.
     """
     __tracebackhide__ = True
     eps = _validate(mechanism, epsilon, confidence, samples, delta)
     if c is not None and not (isinstance(c, (int, float)) and 0.0 < c < 1.0):
         raise ValueError(f"c must lie in (0, 1) or be None (adaptive), got {c!r}")
+    if tolerance is not None and (isinstance(tolerance, bool) or not isinstance(tolerance, (int, float))
+                                  or not (math.isfinite(tolerance) and tolerance >= 0)):
+        raise ValueError(f"tolerance must be a finite number >= 0 (in ε) or None, got {tolerance!r}")
     found = audit(mechanism, confidence=confidence, pairs=pairs, samples=int(samples), delta=float(delta),
                   seed=seed, c=c, classifier=classifier, train_samples=train_samples, val_samples=val_samples)
-    result = ldp_result(mechanism, eps, found, delta=float(delta))
+    result = ldp_result(mechanism, eps, found, delta=float(delta),
+                        tolerance=None if tolerance is None else float(tolerance))
     return check(result)

@@ -150,7 +150,8 @@ def _train_group(group, kind: str, l2: float, seed: int) -> list[Scorer]:
 # --- threshold attacks -------------------------------------------------------------------
 @dataclass
 class ThresholdAttack:
-    """S = {sign·score > t} ∪ {sign·score == t, kept w.p. γ}; ``c`` = validation Pr[M(b) ∈ S]."""
+    """S = {sign·score > t} ∪ {sign·score == t, kept w.p. γ}; ``c`` = validation Pr[S] under the
+    disfavoured input (b for sign = +1, a for sign = -1)."""
 
     sign: float
     threshold: float
@@ -190,9 +191,18 @@ def projected_bound(k1, k2, n_val: int, n_final: int, confidence: float, delta: 
 
 def choose_attack(scores_a: np.ndarray, scores_b: np.ndarray, *, n_final: int, confidence: float,
                   delta: float, c: float | None) -> ThresholdAttack:
-    """Best threshold attack for both orientations; adaptive (``c=None``) or DP-Sniper's fixed c."""
+    """Best threshold attack for both directions of privacy loss; adaptive (``c=None``) or fixed c.
+
+    sign = +1 bounds the a -> b loss: S = {score > t}, numerator from a's
+    scores, c and the denominator from b's.  sign = -1 bounds the b -> a loss:
+    S = {-score > t} (outputs the classifier attributes to b), numerator from
+    b's scores, c and the denominator from a's; the caller then swaps a and b
+    so that p1 is measured on the favoured input.  ε-LDP bounds both ratios,
+    so both are searched; one classifier serves both (its score ranks a over b).
+    In the loop below ``sa`` is always the numerator side, ``sb`` the denominator side.
+    """
     best: ThresholdAttack | None = None
-    for sign, sa, sb in ((1.0, scores_a, scores_b), (-1.0, -scores_a, -scores_b)):
+    for sign, sa, sb in ((1.0, scores_a, scores_b), (-1.0, -scores_b, -scores_a)):
         sa, sb = np.sort(sa), np.sort(sb)
         nv = len(sb)
         if c is None:
@@ -369,7 +379,7 @@ def audit(mechanism, *, confidence: float = 0.95, pairs=None, samples: int = 1_0
         if best is None or att.projected > best[3].projected:
             best = (a, b, scorer, att)
     a, b, scorer, att = best
-    if att.sign < 0:  # the event favours b: swap so that p1 refers to the favoured input
+    if att.sign < 0:  # the event was chosen to favour b (b -> a loss): swap so p1 is measured on b
         a, b = b, a
         scorer_, sgn = scorer, -1.0
         scorer = lambda out: sgn * scorer_(out)  # noqa: E731

@@ -117,7 +117,9 @@ class _BitProduct:
             probs = np.broadcast_to(row, (len(inputs), row.shape[1]))
         else:
             probs = self.bit_probabilities(inputs)
-        return (rng.random(probs.shape, dtype=np.float32) < probs).astype(np.uint8)
+        # float64 uniforms (53-bit): float32 ones are multiples of 2^-24, so a bit probability like
+        # OME's p_odd = 1/(1+λ^3) (1e-6 at λ=100, < 2^-24 for λ >= 256) would be sampled wrongly.
+        return (rng.random(probs.shape) < probs).astype(np.uint8)
 
 
 # --- OME ---------------------------------------------------------------------------------
