@@ -1,10 +1,11 @@
 """CEA maths against values worked out by hand (canary-extraction-nlu §3.1, §4.3, Appendix B)."""
 import math
 
+import numpy as np
 import pytest
 import torch
 
-from pytest_privleak.attacks.candidates import enumerate_space, rank_of, secret_index
+from pytest_privleak.attacks.candidates import enumerate_space, rank_of, secret_index, space_digits
 from pytest_privleak.attacks.cea import (CEAConfig, ExtractionReport, hamming_per_token, lr_schedule, row_seed,
                                          temperature_schedule)
 from pytest_privleak.canaries import canary
@@ -80,11 +81,35 @@ def test_enumerate_space_lexicographic_and_budget():
         enumerate_space(10, 6)
 
 
-def test_rank_of():
-    scores = torch.tensor([0.5, 0.1, 0.3, 0.3])
-    assert rank_of(scores, 1) == 1
-    assert rank_of(scores, 2) == 2 and rank_of(scores, 3) == 2   # ties count in the candidate's favour
-    assert rank_of(scores, 0) == 4
+def test_rank_of_counts_ties_as_told():
+    others = torch.tensor([0.5, 0.125, 0.25])                # float32 losses, as the CEA scores them
+    assert rank_of(0.0625, others, ties="against") == 1 and rank_of(0.0625, others, ties="favour") == 1
+    assert rank_of(0.25, others, ties="against") == 3    # 0.125 and the tied 0.25 at or below it
+    assert rank_of(0.25, others, ties="favour") == 2     # only 0.125 strictly below it
+    assert rank_of(torch.tensor(0.3), torch.tensor([0.3, 0.1]), ties="against") == 3   # float32 on both sides
+    assert rank_of(0.9, others, ties="against") == 4
+    assert rank_of(1.0, torch.ones(7), ties="against") == 8 and rank_of(1.0, torch.ones(7), ties="favour") == 1
+
+
+def test_rank_of_secret_sharer_example_and_bad_input():
+    refs = np.arange(1.0, 17.0)                      # references 1..16 (numpy or torch alike)
+    assert rank_of(3.5, refs, ties="against") == 4   # 1, 2, 3 below -> exposure log2 16 - log2 4 = 2
+    assert rank_of(4.0, refs, ties="against") == 5 and rank_of(4.0, refs, ties="favour") == 4
+    assert rank_of(torch.tensor(4.0), torch.from_numpy(refs).view(4, 4), ties="against") == 5
+    with pytest.raises(ValueError, match="ties="):
+        rank_of(4.0, refs, ties="in-favour")
+    with pytest.raises(ValueError, match="finite"):
+        rank_of(float("nan"), refs, ties="against")
+    with pytest.raises(ValueError, match="finite"):
+        rank_of(1.0, torch.tensor([0.0, float("inf")]), ties="favour")
+
+
+def test_space_digits_inverts_secret_index():
+    numbers = torch.tensor([0, 1, 10, 3141, 9999])
+    assert space_digits(numbers, 10, 4).tolist() == [[0, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0], [3, 1, 4, 1],
+                                                     [9, 9, 9, 9]]
+    assert space_digits([7], 3, 2).tolist() == [[2, 1]]          # 7 = 2*3 + 1
+    assert all(secret_index(row, 12) == k for k, row in zip([0, 5, 20735], space_digits([0, 5, 20735], 12, 4).tolist()))
 
 
 def test_row_seed_depends_on_all_parts_only():

@@ -9,13 +9,14 @@ import itertools
 import pytest
 import torch
 
+from pytest_privleak.attacks.candidates import rank_of
 from pytest_privleak.canaries import canary, inject_canaries
 from pytest_privleak.data.synthetic import generate_snips_like
 from pytest_privleak.targets import train_target
 
 
 def rank_of_secret(model, pin) -> int:
-    """1-based rank of the true secret among all |V0|^n candidates, by the model's training loss."""
+    """1-based rank of the true secret among all |V0|^n candidates, by the model's training loss (ties in its favour)."""
     vocabulary = pin.pattern.vocabulary
     choices = torch.tensor(model.token_ids(vocabulary))
     combos = torch.tensor(list(itertools.product(range(len(vocabulary)), repeat=pin.pattern.length)))
@@ -26,7 +27,7 @@ def rank_of_secret(model, pin) -> int:
         losses = torch.cat([model.loss_from_embeddings(W[chunk], pin.intent, pin.tags)
                             for chunk in ids.split(2500)])
     true = combos.tolist().index(list(pin.secret_indices))
-    return int((losses < losses[true]).sum()) + 1
+    return rank_of(losses[true], torch.cat([losses[:true], losses[true + 1:]]), ties="favour")
 
 
 def test_rank_counts_strictly_better_candidates():

@@ -11,6 +11,7 @@ Secrets are given as indices into the pattern's reduced vocabulary V0
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -78,8 +79,19 @@ def enumerate_space(vocab_size: int, n: int, *, budget: int | None = DEFAULT_BUD
     if budget is not None and size > budget:
         raise ValueError(f"the secret space has {vocab_size}^{n} = {size} candidates, over the budget of "
                          f"{budget}; fix: raise budget= or use the gradient attack (method='gradient')")
+    return space_digits(torch.arange(size, dtype=torch.long), vocab_size, n)
+
+
+def space_digits(numbers: Any, vocab_size: int, n: int) -> torch.Tensor:
+    """Secrets ``[B, n]`` (V0 indices) numbered ``numbers`` in :func:`enumerate_space` order.
+
+    Row ``k`` is the base-``vocab_size`` digits of ``numbers[k]``, most significant
+    first (the inverse of :func:`secret_index`). Sampling needs a few thousand rows
+    of spaces far too large to list, so this never materialises the whole space.
+    """
+    numbers = torch.as_tensor(numbers, dtype=torch.long)
     powers = vocab_size ** torch.arange(n - 1, -1, -1, dtype=torch.long)
-    return (torch.arange(size, dtype=torch.long).unsqueeze(1) // powers) % vocab_size
+    return (numbers.unsqueeze(1) // powers) % vocab_size
 
 
 def canary_rows(model: "SoftInputModel", canary_or_pattern: "Canary | CanaryPattern") -> tuple[torch.Tensor, torch.Tensor]:
@@ -138,9 +150,27 @@ def score_candidates(model: "SoftInputModel", canary_or_pattern: "Canary | Canar
     return discrete_loss(model, weights, prefix, v0, secrets, [pattern.intent], [pattern.tags], batch_size)
 
 
-def rank_of(scores: torch.Tensor, index: int) -> int:
-    """1-based rank of candidate ``index`` among ``scores`` (lower is better); ties count in its favour."""
-    return int((scores < scores[index]).sum()) + 1
+#: How :func:`rank_of` counts an alternative scoring exactly as well as the candidate.
+TIES = ("against", "favour")
+
+
+def rank_of(score: Any, others: Any, *, ties: str) -> int:
+    """1-based rank of a candidate scoring ``score`` among the ``others`` (lower score = more likely).
+
+    ``ties="against"``: ``1 + #{others <= score}``, the rank of the Secret Sharer's
+    exposure (d-exposure-discriminative §2, eq. 1): a model scoring everything
+    alike ranks the candidate last, so shows no exposure. ``ties="favour"``:
+    ``1 + #{others < score}``. ``others`` is a tensor or array of any shape, not
+    holding the candidate itself. Non-finite scores raise ``ValueError``.
+    """
+    if ties not in TIES:
+        raise ValueError(f"ties={ties!r} is not one of {TIES}")
+    score = float(score)
+    others = torch.as_tensor(others).detach().to("cpu", torch.float64).reshape(-1)
+    if not math.isfinite(score) or not bool(torch.isfinite(others).all()):
+        raise ValueError("ranking needs finite scores; the scorer returned NaN or inf, check the model")
+    beaten_or_tied = others <= score if ties == "against" else others < score
+    return 1 + int(beaten_or_tied.sum())
 
 
 def secret_index(secret_indices: Sequence[int], vocab_size: int) -> int:

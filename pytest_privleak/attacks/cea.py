@@ -194,7 +194,7 @@ class ExtractionReport:
     starts: int
     select: str
     config: dict[str, Any] = field(default_factory=dict)
-    ranks: tuple[int, ...] | None = None      # exhaustive: rank of the true secret per canary
+    ranks: tuple[int, ...] | None = None      # exhaustive: rank of the true secret per canary (ties against it)
     space_sizes: tuple[int, ...] | None = None
     seconds: float = 0.0
 
@@ -375,6 +375,9 @@ def _exhaustive(models: list[Any], items: list["Canary"], budget: int | None, ba
         best = int(scores.argmin())
         guesses.append(space[best].tolist())
         losses.append(float(scores[best]))
-        ranks.append(rank_of(scores, secret_index(item.secret_indices, len(p.vocabulary))))
+        truth = secret_index(item.secret_indices, len(p.vocabulary))
+        # ties against the truth, as exposure counts them: rank 1 only when the truth is the unique
+        # lowest loss, i.e. exactly when the exhaustive guess is certain to be the truth
+        ranks.append(rank_of(scores[truth], torch.cat([scores[:truth], scores[truth + 1:]]), ties="against"))
         sizes.append(int(space.shape[0]))
     return guesses, losses, tuple(ranks), tuple(sizes)

@@ -47,14 +47,6 @@ DEFAULT_BATCH = 4096
 # --- the formula -------------------------------------------------------------------------
 
 
-def rank_among(canary_score: float, reference_scores: np.ndarray) -> int:
-    """``1 + #{references scoring <= the canary}`` (ties against the canary)."""
-    refs = np.asarray(reference_scores, dtype=np.float64)
-    if not np.all(np.isfinite(refs)) or not math.isfinite(canary_score):
-        raise ValueError("exposure needs finite scores; the scorer returned NaN or inf, check the model")
-    return 1 + int(np.count_nonzero(refs <= canary_score))
-
-
 def exposure_from_rank(rank: int, space_size: float) -> float:
     """``log2 |R| - log2 rank`` (d-exposure-discriminative eq. 1, Carlini et al.)."""
     if not 1 <= rank <= max(space_size, 1) + 1:
@@ -66,13 +58,16 @@ def exposure_from_scores(canary_score: float, reference_scores: Sequence[float],
                          space_size: float | None = None) -> tuple[float, int]:
     """``(exposure, rank)`` of a canary among references; ``|R|`` defaults to the number of references.
 
-    Example derived by hand: references 1..16 and canary score 3.5 -> 3 references at
-    or below it, rank 4, exposure ``log2 16 - log2 4 = 2``.
+    The rank counts ties against the canary (``rank_of(..., ties="against")``), as the
+    Secret Sharer defines it. Example derived by hand: references 1..16 and canary
+    score 3.5 -> 3 references at or below it, rank 4, exposure ``log2 16 - log2 4 = 2``.
     """
+    from .candidates import rank_of  # torch stays unimported until a rank is needed
+
     refs = np.asarray(reference_scores, dtype=np.float64).ravel()
     if refs.size == 0:
         raise ValueError("exposure needs at least one reference score")
-    rank = rank_among(float(canary_score), refs)
+    rank = rank_of(canary_score, refs, ties="against")
     return exposure_from_rank(rank, float(refs.size if space_size is None else space_size)), rank
 
 
@@ -149,10 +144,8 @@ def exact_from_scores(scores: np.ndarray, canary_index: int) -> Exposure:
     """Exact exposure given the scores of the whole space (``scores[canary_index]`` is the canary)."""
     scores = np.asarray(scores, dtype=np.float64)
     s = float(scores[canary_index])
-    others = np.delete(scores, canary_index)
-    rank = rank_among(s, others)
     size = scores.size
-    value = exposure_from_rank(rank, size)
+    value, rank = exposure_from_scores(s, np.delete(scores, canary_index), size)
     return Exposure(value, "exact", rank, size, size - 1, math.log2(size), chance_exposure(size),
                     (value, value), s)
 
@@ -162,8 +155,7 @@ def sampled_from_scores(canary_score: float, reference_scores: np.ndarray, space
     """Exposure among ``N`` sampled references: ``log2 N - log2 rank``, ceiling ``log2 N``."""
     refs = np.asarray(reference_scores, dtype=np.float64)
     n = refs.size
-    rank = rank_among(canary_score, refs)
-    value = exposure_from_rank(rank, n)
+    value, rank = exposure_from_scores(canary_score, refs)
     lo, hi = sampled_interval(rank - 1, n, space_size, confidence)
     return Exposure(value, "sampled", rank, space_size, n, math.log2(n), chance_exposure(n + 1, math.log2(n)),
                     (min(lo, value), max(hi, value)), canary_score, confidence)
@@ -185,27 +177,23 @@ def extrapolated_from_scores(canary_score: float, reference_scores: np.ndarray, 
         interval = (min(interval[0], value), max(interval[1], value))
     else:
         interval = (value, value)
-    rank = rank_among(canary_score, refs)
+    sampled_bits, rank = exposure_from_scores(canary_score, refs)
     return Exposure(value, "extrapolated", rank, space_size, refs.size, ceiling, chance_exposure(space_size),
                     interval, canary_score, confidence, fit,
-                    {"uncapped_bits": raw, "sampled_bits": exposure_from_rank(rank, refs.size)})
+                    {"uncapped_bits": raw, "sampled_bits": sampled_bits})
 
 
 # --- scoring a canary space in batches ---------------------------------------------------
 
 
 def space_digits(numbers, base: int, length: int):
-    """Secret V0 indices ``[B, n]`` of the candidates numbered ``numbers``.
+    """Secret V0 indices ``[B, n]`` of the candidates numbered ``numbers``: :func:`candidates.space_digits`.
 
-    Same order as :func:`pytest_privleak.attacks.candidates.enumerate_space` (row ``k`` is the base-``|V0|``
-    digits of ``k``, most significant first), without materialising the whole space: sampling needs a
-    few thousand rows of spaces far too large to list.
+    Kept here so importing this module does not import torch.
     """
-    import torch
+    from .candidates import space_digits as digits
 
-    numbers = torch.as_tensor(numbers, dtype=torch.long)
-    powers = base ** torch.arange(length - 1, -1, -1, dtype=torch.long)
-    return (numbers.unsqueeze(1) // powers) % base
+    return digits(numbers, base, length)
 
 
 SecretScorer = Callable[[Any], np.ndarray]

@@ -55,6 +55,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from torchcrf import CRF
 
 from . import training
+from .base import TrainedTarget
 from .char_cnn import CharCNN
 from .vocab import PAD_ID, Vocabulary
 
@@ -208,29 +209,25 @@ def _length_groups(utterances: Sequence, chunk: int) -> list[list[int]]:
 
 # --------------------------------------------------------------------------- target
 
-class JointNLUTarget:
+class JointNLUTarget(TrainedTarget):
     """A trained joint model; implements ``SoftInputModel`` and ``SequenceScorer`` (protocols.py).
 
     Weights are frozen and the network stays in evaluation mode.
     """
 
     kind = KIND
+    device_parameter = "word_embedding.weight"
+    described_epochs = ("best_epoch", "stopped_epoch")
+    repr_epochs = ("stopped_epoch",)
 
     def __init__(self, net: JointNLUNet, vocab: Vocabulary, config: JointNLUConfig, *, seed: int,
                  history: training.TrainingHistory, content_hash: str, loaded_from_cache: bool = False,
                  score_chunk: int = 4096, threads: int | None = 1) -> None:
-        self.net = net.eval()
-        for p in self.net.parameters():
-            p.requires_grad_(False)
-        self.vocab = vocab
+        super().__init__(net, vocab, config, seed=seed, history=history, content_hash=content_hash,
+                         loaded_from_cache=loaded_from_cache)
         self.vocabulary: list[str] = list(vocab.tokens)
-        self.config = config
-        self.seed = seed
-        self.training_history = history
         #: Per-epoch rows ``{epoch, train_loss, valid_loss, seconds}``.
         self.history: list[dict] = history.epochs
-        self.content_hash = content_hash
-        self.loaded_from_cache = loaded_from_cache
         self.score_chunk = score_chunk
         #: torch CPU threads for ``score``, ``score_token_ids`` and ``evaluate`` (None: leave torch's
         #: setting); 1 by default because these small batched passes are overhead-bound and two
@@ -239,33 +236,6 @@ class JointNLUTarget:
 
     def _threads(self):
         return training.torch_threads(self.threads if self.device.type == "cpu" else None)
-
-    # -- facts ---------------------------------------------------------------
-    @property
-    def device(self) -> torch.device:
-        return self.net.word_embedding.weight.device
-
-    @property
-    def best_epoch(self) -> int:
-        return self.training_history.best_epoch
-
-    @property
-    def stopped_epoch(self) -> int:
-        return self.training_history.stopped_epoch
-
-    @property
-    def stopped_early(self) -> bool:
-        return self.training_history.stopped_early
-
-    def describe(self) -> dict:
-        """JSON-safe facts for a ``LeakResult.target``."""
-        return {"kind": self.kind, "content_hash": self.content_hash, "device": str(self.device),
-                "seed": self.seed, "config": self.config.to_json(), "loaded_from_cache": self.loaded_from_cache,
-                "best_epoch": self.best_epoch, "stopped_epoch": self.stopped_epoch}
-
-    def __repr__(self) -> str:
-        return (f"JointNLUTarget({self.content_hash[:12]}, device={self.device}, "
-                f"stopped_epoch={self.stopped_epoch}, cached={self.loaded_from_cache})")
 
     # -- ids -----------------------------------------------------------------
     def token_ids(self, tokens: Sequence[str], *, strict: bool = True) -> list[int]:

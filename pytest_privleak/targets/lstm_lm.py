@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from . import training
+from .base import TrainedTarget
 from .vocab import PAD_ID, Vocabulary
 
 KIND = "lstm-lm"
@@ -100,7 +101,7 @@ def _batch_loss(net: LSTMLMNet, batch) -> torch.Tensor:
     return net.nll(*batch)
 
 
-class LSTMLanguageModel:
+class LSTMLanguageModel(TrainedTarget):
     """A trained LSTM LM; a ``SequenceScorer`` whose score is the log-perplexity in bits."""
 
     kind = KIND
@@ -108,29 +109,10 @@ class LSTMLanguageModel:
     def __init__(self, net: LSTMLMNet, vocab: Vocabulary, config: LSTMLMConfig, *, seed: int,
                  history: training.TrainingHistory, content_hash: str, loaded_from_cache: bool = False,
                  score_chunk: int = 4096) -> None:
-        self.net = net.eval()
-        for p in self.net.parameters():
-            p.requires_grad_(False)
-        self.vocab = vocab
-        self.config = config
-        self.seed = seed
+        super().__init__(net, vocab, config, seed=seed, history=history, content_hash=content_hash,
+                         loaded_from_cache=loaded_from_cache)
         self.history = history
-        self.content_hash = content_hash
-        self.loaded_from_cache = loaded_from_cache
         self.score_chunk = score_chunk
-
-    @property
-    def device(self) -> torch.device:
-        return self.net.embedding.weight.device
-
-    def describe(self) -> dict:
-        """JSON-safe facts for a ``LeakResult.target``."""
-        return {"kind": self.kind, "content_hash": self.content_hash, "device": str(self.device),
-                "seed": self.seed, "config": self.config.to_json(), "loaded_from_cache": self.loaded_from_cache,
-                "stopped_epoch": self.history.stopped_epoch}
-
-    def __repr__(self) -> str:
-        return f"LSTMLanguageModel({self.content_hash[:12]}, device={self.device}, cached={self.loaded_from_cache})"
 
     @torch.no_grad()
     def score_token_ids(self, ids: torch.Tensor, intent: str | None = None,

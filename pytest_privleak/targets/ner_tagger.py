@@ -22,6 +22,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from torchcrf import CRF
 
 from . import training
+from .base import TrainedTarget
 from .vocab import PAD_ID, Vocabulary
 
 KIND = "ner-bilstm-crf"
@@ -125,7 +126,7 @@ def _batch_loss(net: NERTaggerNet, batch) -> torch.Tensor:
     return net.nll(*batch)
 
 
-class NERTagger:
+class NERTagger(TrainedTarget):
     """A trained BiLSTM-CRF tagger; a ``TokenScorer`` over its BIO ``labels`` (CRF marginals)."""
 
     kind = KIND
@@ -133,29 +134,11 @@ class NERTagger:
     def __init__(self, net: NERTaggerNet, vocab: Vocabulary, config: NERTaggerConfig, *, seed: int,
                  history: training.TrainingHistory, content_hash: str, loaded_from_cache: bool = False,
                  chunk: int = 2048) -> None:
-        self.net = net.eval()
-        for p in self.net.parameters():
-            p.requires_grad_(False)
-        self.vocab = vocab
+        super().__init__(net, vocab, config, seed=seed, history=history, content_hash=content_hash,
+                         loaded_from_cache=loaded_from_cache)
         self.labels: list[str] = list(vocab.tags)
-        self.config = config
-        self.seed = seed
         self.history = history
-        self.content_hash = content_hash
-        self.loaded_from_cache = loaded_from_cache
         self.chunk = chunk
-
-    @property
-    def device(self) -> torch.device:
-        return self.net.embedding.weight.device
-
-    def describe(self) -> dict:
-        return {"kind": self.kind, "content_hash": self.content_hash, "device": str(self.device),
-                "seed": self.seed, "config": self.config.to_json(), "loaded_from_cache": self.loaded_from_cache,
-                "stopped_epoch": self.history.stopped_epoch}
-
-    def __repr__(self) -> str:
-        return f"NERTagger({self.content_hash[:12]}, device={self.device}, cached={self.loaded_from_cache})"
 
     @torch.no_grad()
     def token_label_probs(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
