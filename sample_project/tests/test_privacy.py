@@ -27,6 +27,32 @@ def pin_data(nlu_dataset, inject_canaries, pin):
     return inject_canaries(nlu_dataset, pin, repeats=PIN_REPEATS)
 
 
+@pytest.fixture(scope="module")
+def pin_said_once(inject_canaries, pin, privleak_seed):
+    """A realistic corpus (half of each slot's values appear only in validation and test, as unseen
+    entities do in real splits) in which the user said their pin once."""
+    from pytest_privleak.data import generate_snips_like
+
+    corpus = generate_snips_like(n_train=1500, n_valid=200, n_test=200, seed=privleak_seed, unseen_share=0.5)
+    return inject_canaries(corpus, pin, repeats=1)
+
+
+DEFENCES = dict(dropout=0.2, early_stopping=True, patience=20, char_embeddings=True, epochs=100)
+
+
+@pytest.mark.xfail(raises=PrivacyLeakError, strict=True,
+                   reason="a pin said once is extracted from the undefended model (paper Table 4, R=1)")
+def test_a_pin_said_once_cannot_be_extracted_from_the_undefended_model(train_target, pin_said_once, pin):
+    model = train_target("joint-bilstm-crf", pin_said_once)
+    assert_cea_accuracy_at_most(model, pin, 0.0, trials=5)
+
+
+def test_a_pin_said_once_cannot_be_extracted_with_the_paper_defences(train_target, pin_said_once, pin):
+    """Dropout 0.2 + early stopping (patience 20) + character embeddings (paper §6)."""
+    model = train_target("joint-bilstm-crf", pin_said_once, **DEFENCES)
+    assert_cea_accuracy_at_most(model, pin, 0.0, trials=5)
+
+
 @pytest.mark.xfail(raises=PrivacyLeakError, strict=True,
                    reason="an undefended BiLSTM-CRF memorises a pin repeated 100 times (paper §5)")
 def test_pin_cannot_be_extracted_from_undefended_model(train_target, pin_data, pin):
