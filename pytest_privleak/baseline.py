@@ -23,7 +23,7 @@ from .report.model import figure
 DEFAULT_TOLERANCES: dict[str, float] = {
     "accuracy": 0.05, "hdt": 0.05, "auc": 0.05, "advantage": 0.05, "tpr": 0.05,
     "reconstruction_accuracy": 0.05, "linking_auc": 0.05,
-    "exposure": 1.0, "d_exposure": 1.0, "epsilon_lcb": 0.1, "epsilon": 0.1,
+    "exposure_bits": 1.0, "d_exposure_bits": 1.0, "epsilon_lcb": 0.1, "epsilon": 0.1,
 }
 FALLBACK_TOLERANCE = 0.05
 _EPS = 1e-12

@@ -13,7 +13,13 @@ so that nothing is counted twice:
   named in the report, with the test it was running.
 
 Results are keyed by (node id, position in the test), so the merged set is
-the same with no xdist, ``-n 2`` and ``-p no:xdist``.
+the same with no xdist, ``-n 2`` and ``-p no:xdist``. Both channels carry
+results encoded by :func:`report.model.encode` (plain builtins, non-finite
+floats as strings: execnet refuses numpy scalars); the recorder decodes them
+with :func:`report.model.decode_result`, the same way in every mode.
+
+A test marked xfail whose assertion failed is recorded with outcome
+``xfailed``; the report shows its leaks as "expected leak (xfail)".
 """
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ from typing import Any
 
 import pytest
 
+from .report.model import decode_result, encode
 from .results import LeakResult
 
 PAYLOAD_KEY = "privleak"
@@ -87,14 +94,15 @@ class Recorder:
         record.worker = _worker_of(report) or record.worker
         record.device = meta.get("device") or record.device
         record.seed = meta.get("seed", record.seed)
+        xfailed = report.skipped and hasattr(report, "wasxfail")  # pytest reports an xfail as skipped
         if report.when == "call":
-            record.outcome = report.outcome
+            record.outcome = "xfailed" if xfailed else report.outcome
             record.duration = float(getattr(report, "duration", 0.0))
-            self.add_results(record, meta.get("results", []), replace=True)
+            self.add_results(record, [decode_result(r) for r in meta.get("results", [])], replace=True)
         elif report.failed:
             record.outcome = "error"
         elif report.when == "setup" and report.skipped:
-            record.outcome = "skipped"
+            record.outcome = "xfailed" if xfailed else "skipped"
 
 
 class WorkerRecorder(Recorder):
@@ -111,7 +119,7 @@ class WorkerRecorder(Recorder):
         payload = {"worker": self.config.workerinput.get("workerid"), "device": self.device_of(),
                    "gpu": os.environ.get("PRIVLEAK_PINNED_GPU"),
                    "tests": [asdict(t) for t in self.tests.values()]}
-        self.config.workeroutput[PAYLOAD_KEY] = json.dumps(payload)
+        self.config.workeroutput[PAYLOAD_KEY] = json.dumps(encode(payload), allow_nan=False)
 
 
 class ResultCollector(Recorder):
@@ -159,7 +167,7 @@ class ResultCollector(Recorder):
             record.worker = record.worker or worker
             record.device = record.device or data.get("device")
             record.seed = data.get("seed") if record.seed is None else record.seed
-            self.add_results(record, data.get("results", []), replace=False)
+            self.add_results(record, [decode_result(r) for r in data.get("results", [])], replace=False)
         crashed = error is not None or not raw
         reason = None
         if crashed:

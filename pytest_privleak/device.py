@@ -101,8 +101,9 @@ def _visible_entries(value: str) -> list[str]:
 def gpu_count_without_init(environ: Mapping[str, str] | None = None, dev: str | os.PathLike = "/dev") -> int | None:
     """Number of visible NVIDIA GPUs, found without importing torch or initialising CUDA.
 
-    ``CUDA_VISIBLE_DEVICES`` when set, else the ``/dev/nvidiaN`` device files; ``None`` when
-    neither says (then callers fall back to torch).
+    ``CUDA_VISIBLE_DEVICES`` when set, else the ``/dev/nvidiaN`` device files (0 when ``/dev``
+    has none, so ``-n auto`` on a CPU machine never imports torch); ``None`` when ``/dev``
+    cannot be read or shows an AMD ROCm device (``/dev/kfd``), then callers fall back to torch.
     """
     environ = os.environ if environ is None else environ
     if "CUDA_VISIBLE_DEVICES" in environ:
@@ -112,7 +113,9 @@ def gpu_count_without_init(environ: Mapping[str, str] | None = None, dev: str | 
     except OSError:
         return None
     count = sum(1 for name in names if re.fullmatch(r"nvidia\d+", name))
-    return count or None
+    if count == 0 and "kfd" in names:  # ROCm GPUs have no nvidiaN files; torch counts them
+        return None
+    return count
 
 
 def pin_worker_gpu(environ: MutableMapping[str, str], worker_id: str | None, count: int | None,

@@ -14,8 +14,8 @@ SETTINGS_KEY = pytest.StashKey[Settings]()
 ITEM_RESULTS_KEY = pytest.StashKey[list]()
 DEVICE_KEY = pytest.StashKey[str]()
 #: Fixtures that make a test a privacy test (reported even when it records nothing, e.g. errors).
-PRIVLEAK_FIXTURES = frozenset({"privleak_device", "privleak_seed", "privleak_cache", "nlu_dataset", "canary",
-                               "inject_canaries", "train_target"})
+PRIVLEAK_FIXTURES = frozenset({"privleak_device", "privleak_seed", "privleak_cache", "nlu_dataset", "ner_dataset",
+                               "canary", "inject_canaries", "train_target"})
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -215,8 +215,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if not _is_privacy_test(item):
         return report
     found = item.stash.get(ITEM_RESULTS_KEY, []) if call.when == "call" else []
-    # A plain JSON-safe attribute: xdist serialises it with the report to the controller.
-    report.privleak = {"results": [r.to_json() for r in found],
+    # A plain JSON-safe attribute (builtins only: execnet rejects numpy scalars), which xdist
+    # serialises with the report to the controller; the collector decodes the figures.
+    from .report.model import encode
+
+    report.privleak = {"results": [encode(r.to_json()) for r in found],
                        "device": item.config.stash.get(DEVICE_KEY, None),
                        "seed": item.config.stash[SETTINGS_KEY].seed}
     return report
@@ -225,10 +228,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 def headline_properties(result) -> list[tuple[str, object]]:
     """``user_properties`` (and so ``--junitxml`` properties) for one result's headline figures."""
     name = f"privleak:{result.name}" + (f"[{result.label}]" if result.label else "")
-    props = [(name, result.value), (f"{name}:verdict", result.verdict)]
+    # float(): user_properties travel through xdist too, and execnet rejects numpy scalars.
+    props = [(name, float(result.value)), (f"{name}:verdict", result.verdict)]
     for key in ("threshold", "chance", "ceiling"):
         if getattr(result, key) is not None:
-            props.append((f"{name}:{key}", getattr(result, key)))
+            props.append((f"{name}:{key}", float(getattr(result, key))))
     if result.interval is not None:
         props.append((f"{name}:interval", f"{result.interval[0]:g}..{result.interval[1]:g}"))
     return props

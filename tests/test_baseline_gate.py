@@ -25,15 +25,18 @@ def test_tolerance_order_assertion_then_ini_then_builtin_then_default():
     assert tolerance_for({**r, "tolerance": 0.01}, {"cea.accuracy": 0.3}) == 0.01
     assert tolerance_for({"attack": "x", "metric": "odd", "tolerance": None}, {}) == 0.05
     assert tolerance_for({"attack": "x", "metric": "odd", "tolerance": None}, {"default": 0.5}) == 0.5
+    # the metric names the exposure assertions record get one bit
+    assert tolerance_for({"attack": "exposure", "metric": "exposure_bits", "tolerance": None}, {}) == 1.0
+    assert tolerance_for({"attack": "d-exposure", "metric": "d_exposure_bits", "tolerance": None}, {}) == 1.0
 
 
 def test_worse_depends_on_direction_and_tolerance():
     before = _report(("t::a", "cea", "accuracy", 0.10, "at_most", "pin", None),
-                     ("t::b", "exposure", "exposure", 5.0, "at_most", "", None),
+                     ("t::b", "exposure", "exposure_bits", 5.0, "at_most", "", None),
                      ("t::c", "x", "hdt", 0.90, "at_least", "", 0.01),
                      ("t::gone", "cea", "accuracy", 0.0, "at_most", "", None))
     after = _report(("t::a", "cea", "accuracy", 0.16, "at_most", "pin", None),   # +0.06 > 0.05
-                    ("t::b", "exposure", "exposure", 5.9, "at_most", "", None),  # +0.9 <= 1.0 bit
+                    ("t::b", "exposure", "exposure_bits", 5.9, "at_most", "", None),  # +0.9 <= 1.0 bit
                     ("t::c", "x", "hdt", 0.85, "at_least", "", 0.01),            # shrank by 0.05 > 0.01
                     ("t::new", "cea", "accuracy", 1.0, "at_most", "", None))
     gate = compare(after, before, {}, "base.json")
@@ -50,8 +53,8 @@ def test_worse_depends_on_direction_and_tolerance():
 
 
 def test_infinite_exposure_is_a_regression_from_a_finite_one():
-    before = _report(("t::b", "exposure", "exposure", 5.0, "at_most", "", None))
-    after = _report(("t::b", "exposure", "exposure", "Infinity", "at_most", "", None))
+    before = _report(("t::b", "exposure", "exposure_bits", 5.0, "at_most", "", None))
+    after = _report(("t::b", "exposure", "exposure_bits", "Infinity", "at_most", "", None))
     assert len(compare(after, before, {}, "b")["regressions"]) == 1
     assert compare(after, after, {}, "b")["passed"]
 
@@ -69,7 +72,7 @@ def test_cea():
 
 
 def test_exposure():
-    check(LeakResult(attack="exposure", metric="exposure", value=V["exp"], threshold=20.0, ceiling=20.0,
+    check(LeakResult(attack="exposure", metric="exposure_bits", value=V["exp"], threshold=20.0, ceiling=20.0,
                      label="call"))
 '''
 
@@ -93,27 +96,27 @@ def test_gate_fails_the_run_when_accuracy_or_exposure_grew_beyond_tolerance(proj
         "privleak baseline gate FAILED: 2 result(s) leak more than in base/baseline.json beyond tolerance",
         "*REGRESSION test_priv.py::test_cea cea.accuracy [[]pin 1 2 3 4[]]: before 0.100, after 0.300 "
         "(moved 0.200, tolerance 0.050; must not grow)",
-        "*REGRESSION test_priv.py::test_exposure exposure.exposure [[]call[]]: before 3.000, after 6.500 "
+        "*REGRESSION test_priv.py::test_exposure exposure.exposure_bits [[]call[]]: before 3.000, after 6.500 "
         "(moved 3.500, tolerance 1.000; must not grow)",
     ])
     report = json.loads(project.path.joinpath("rep", "report.json").read_text())
-    assert [c["metric"] for c in report["baseline"]["regressions"]] == ["cea.accuracy", "exposure.exposure"]
+    assert [c["metric"] for c in report["baseline"]["regressions"]] == ["cea.accuracy", "exposure.exposure_bits"]
     assert "Baseline gate FAILED" in project.path.joinpath("rep", "index.html").read_text()
 
 
 def test_gate_passes_within_tolerance_and_says_so(project):
     project.path.joinpath("values.json").write_text(json.dumps({"acc": 0.14, "exp": 3.9}))
-    project.makeini("[pytest]\nprivleak_tolerance =\n    exposure.exposure=1.0\n")
+    # no ini: the built-in tolerances (0.05 for accuracy, 1 bit for exposure_bits) apply
     result = project.runpytest_subprocess("--privleak-baseline=base/baseline.json")
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["privleak baseline gate passed: 2 result(s) compared with base/baseline.json, "
                                  "none worse than its tolerance"])
     # the same drift fails once the team tightens the ini tolerance
-    project.makeini("[pytest]\nprivleak_tolerance =\n    exposure=0.5\n")
+    project.makeini("[pytest]\nprivleak_tolerance =\n    exposure_bits=0.5\n")
     result = project.runpytest_subprocess("--privleak-baseline=base/baseline.json")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["*REGRESSION test_priv.py::test_exposure exposure.exposure*tolerance 0.500*"])
+    result.stdout.fnmatch_lines(["*REGRESSION test_priv.py::test_exposure exposure.exposure_bits*tolerance 0.500*"])
 
 
 @pytest.mark.parametrize(("content", "message"), [

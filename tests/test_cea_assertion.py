@@ -104,3 +104,25 @@ def test_single_start_paper_mode_and_bad_thresholds(sink):
         assert_cea_accuracy_at_most(_leaky(), pin, 1.5)
     with pytest.raises(ValueError, match="max_hdt_floor"):
         assert_cea_accuracy_at_most(_leaky(), pin, 0.0, max_hdt_floor=2)
+
+
+def test_own_tolerance_is_recorded_and_decides_the_baseline_gate(sink):
+    from pytest_privleak.baseline import compare
+    from pytest_privleak.report.model import build_report, make_test_entry
+
+    pins = [canary("pin", secret="7 0 3 9"), canary("pin", secret="1 1 2 2")]
+    models = [_leaky("7 0 3 9"), _leaky("4 4 4 4")]  # the first leaks, the second does not: accuracy 0.5
+    loose = assert_cea_accuracy_at_most(models, pins, 1.0, method="exhaustive", tolerance=0.6)
+    default = assert_cea_accuracy_at_most(models, pins, 1.0, method="exhaustive")
+    assert (loose.value, loose.tolerance, default.tolerance) == (0.5, 0.6, None)
+
+    def report(result, value):
+        data = {**result.to_json(), "value": value}
+        return build_report([make_test_entry("t.py::t", "passed", 0.0, None, None, 0, [data])], [], seed=0,
+                            xdist=False)
+
+    before = report(default, 0.0)  # the stored baseline: nothing extracted; now 0.5 (+0.5)
+    assert compare(report(loose, 0.5), before, {}, "b")["passed"]             # within its own 0.6
+    assert not compare(report(default, 0.5), before, {}, "b")["passed"]       # beyond the built-in 0.05
+    with pytest.raises(ValueError, match="tolerance"):
+        assert_cea_accuracy_at_most(models, pins, 1.0, method="exhaustive", tolerance=-1)

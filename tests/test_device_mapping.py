@@ -39,6 +39,16 @@ def test_gpu_count_from_environment_or_device_files(tmp_path):
     assert dev.gpu_count_without_init({}, dev=tmp_path / "absent") is None
 
 
+def test_a_dev_folder_without_nvidia_files_means_no_gpu_so_torch_is_not_needed(tmp_path):
+    for name in ("null", "nvidiactl", "tty0"):  # nvidiactl alone is a driver without a GPU
+        (tmp_path / name).touch()
+    assert dev.gpu_count_without_init({}, dev=tmp_path) == 0
+    assert dev.gpu_count_without_init({"CUDA_VISIBLE_DEVICES": "0,1"}, dev=tmp_path) == 2  # the variable wins
+    assert dev.auto_num_workers(None, "auto", dev.gpu_count_without_init({}, dev=tmp_path)) is None  # xdist: CPUs
+    (tmp_path / "kfd").touch()  # an AMD ROCm machine: only torch can count its GPUs
+    assert dev.gpu_count_without_init({}, dev=tmp_path) is None
+
+
 def test_pinning_narrows_cuda_visible_devices_to_the_workers_gpu():
     env = {}
     assert dev.pin_worker_gpu(env, "gw3", 2, torch_imported=False) == "1"
@@ -101,3 +111,19 @@ def test_n_auto_starts_one_worker_per_gpu_and_each_pins_its_own(pytester: pytest
 
     workers = json.loads((pytester.path / "rep" / "report.json").read_text())["run"]["workers"]
     assert {w["id"]: w["gpu"] for w in workers} == {"gw0": "0", "gw1": "1", "gw2": "2"}
+
+
+def test_controller_counts_gpus_without_importing_torch():
+    """``-n auto`` asks in the controller; with a readable /dev (GPUs or none) torch stays unimported."""
+    import os
+    import subprocess
+    import sys
+
+    if not os.access("/dev", os.R_OK) or os.path.exists("/dev/kfd"):
+        pytest.skip("this machine's GPUs can only be counted by torch")
+    code = ("import sys; from pytest_privleak.device import controller_gpu_count; n = controller_gpu_count(); "
+            "print(n, 'torch' in sys.modules)")
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    count, torch_imported = out.split()
+    assert int(count) >= 0 and torch_imported == "False"

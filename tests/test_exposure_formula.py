@@ -182,3 +182,16 @@ def test_bad_arguments_are_named():
         assert_exposure_below(TableScorer(), "my pin code is 1 2 3 4", 5)
     with pytest.raises(TypeError, match="sequence scorer"):
         measure_exposure(object(), PIN)
+
+
+def test_assertion_records_its_own_tolerance_and_plain_floats():
+    from pytest_privleak.baseline import tolerance_for
+
+    default = assert_exposure_below(TableScorer(canary_rank=5000), PIN, 10.0)
+    assert default.tolerance is None
+    assert tolerance_for(default.to_json(), {}) == 1.0  # the gate's built-in one bit for exposure_bits
+    own = assert_exposure_below(TableScorer(canary_rank=5000), PIN, 10.0, tolerance=2.5)
+    assert own.tolerance == 2.5 and tolerance_for(own.to_json(), {}) == 2.5
+    assert type(own.evidence["score"]) is float  # numpy scalars cannot cross xdist
+    with pytest.raises(ValueError, match="tolerance"):
+        assert_exposure_below(TableScorer(), PIN, 10.0, tolerance=-1)

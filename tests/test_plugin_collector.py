@@ -57,3 +57,13 @@ def test_a_worker_without_payload_or_with_an_error_is_crashed():
     assert workers["gw0"]["status"] == "crashed" and "no privleak results" in workers["gw0"]["error"]
     assert workers["gw1"]["status"] == "crashed" and workers["gw1"]["error"] == "boom"
     assert workers["gw1"]["crashed_test"] == "t.py::c"
+
+
+def test_every_fixture_of_the_plugin_makes_a_privacy_test():
+    """A test using any of the plugin's fixtures (``ner_dataset`` too) is reported even when it records nothing."""
+    from _pytest.fixtures import FixtureFunctionDefinition
+
+    from pytest_privleak import plugin
+
+    fixtures = {name for name, obj in vars(plugin).items() if isinstance(obj, FixtureFunctionDefinition)}
+    assert "ner_dataset" in fixtures and fixtures <= plugin.PRIVLEAK_FIXTURES

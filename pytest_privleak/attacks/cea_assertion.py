@@ -38,7 +38,8 @@ def _label(report: ExtractionReport) -> str:
 def assert_cea_accuracy_at_most(target, canaries, max_accuracy: float, *, trials: int = 10,
                                 starts: int | None = None, select: str = "best_loss",
                                 max_hdt_floor: float | None = None, confidence: float = 0.95, seed: int = 0,
-                                method: str = "gradient", **attack: Any) -> LeakResult:
+                                method: str = "gradient", tolerance: float | None = None,
+                                **attack: Any) -> LeakResult:
     """Fail when the canary extraction attack recovers secrets more often than ``max_accuracy``.
 
     ``target``: a model implementing ``SoftInputModel`` (protocols.py), or a
@@ -53,7 +54,15 @@ def assert_cea_accuracy_at_most(target, canaries, max_accuracy: float, *, trials
     secret for this); ``select="single"`` (one start) is the paper's attack.
     There are ``len(canaries) * trials`` trials; accuracy is the fraction that
     recover the whole secret in order (§4.3), reported with a Clopper-Pearson
-    interval at ``confidence``. For the paper's trial (a different canary in
+    interval at ``confidence``.
+
+    The verdict compares the *point* accuracy with ``max_accuracy``, not the
+    interval's lower bound: deliberately conservative for a privacy gate, a
+    model is flagged when the attack succeeded at the observed rate, not only
+    once the lower confidence bound exceeds the limit. The interval is printed
+    alongside so a reader can judge how many trials back the figure.
+
+    For the paper's trial (a different canary in
     a freshly trained model), pass one model per canary and ``trials=1``:
     pins sharing a prefix interfere when injected into one model.
 
@@ -62,13 +71,19 @@ def assert_cea_accuracy_at_most(target, canaries, max_accuracy: float, *, trials
     ``max_hdt_floor``: also fail when the mean Hamming distance per token is
     below this floor (chance is ``1 - 1/|V0|``). Other keyword arguments go to
     :func:`pytest_privleak.attacks.cea.extract` (``epochs``, ``lr``,
-    ``init_scale``, ``temperature0``, ...).
+    ``init_scale``, ``temperature0``, ...). ``tolerance``: how far the accuracy
+    may grow against a stored baseline before the baseline gate fails (default:
+    the gate's own, 0.05); it applies to the HDT result too.
     """
     __tracebackhide__ = True
     if not 0.0 <= max_accuracy <= 1.0:
         raise ValueError(f"max_accuracy must lie in [0, 1], got {max_accuracy!r}")
     if max_hdt_floor is not None and not 0.0 <= max_hdt_floor <= 1.0:
         raise ValueError(f"max_hdt_floor must lie in [0, 1] or be None, got {max_hdt_floor!r}")
+    if tolerance is not None and not (isinstance(tolerance, (int, float)) and not isinstance(tolerance, bool)
+                                      and tolerance >= 0):
+        raise ValueError(f"tolerance must be a number >= 0 or None, got {tolerance!r}")
+    tolerance = None if tolerance is None else float(tolerance)
     if method == "exhaustive":
         starts, select = 1, "single"
     elif starts is None:
@@ -95,13 +110,13 @@ def assert_cea_accuracy_at_most(target, canaries, max_accuracy: float, *, trials
         attack="cea", metric="accuracy", value=report.accuracy, threshold=float(max_accuracy),
         direction="at_most", interval=report.accuracy_interval(confidence), confidence=confidence,
         chance=report.chance_accuracy, ceiling=1.0, label=_label(report), evidence=evidence, extra=extra,
-        remedy=REMEDY, target=target_info)
+        remedy=REMEDY, tolerance=tolerance, target=target_info)
     if max_hdt_floor is not None:
         hdt = LeakResult(
             attack="cea", metric="hdt", value=report.hdt, threshold=float(max_hdt_floor), direction="at_least",
             chance=report.chance_hdt, label=_label(report), evidence=evidence,
             extra={"accuracy": report.accuracy, "chance_accuracy": report.chance_accuracy},
-            remedy=REMEDY, target=target_info)
+            remedy=REMEDY, tolerance=tolerance, target=target_info)
         if accuracy.passed and not hdt.passed:
             record(accuracy)
             return check(hdt)

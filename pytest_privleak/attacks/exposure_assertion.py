@@ -40,10 +40,18 @@ def _check_bits(max_bits: float) -> float:
     return float(max_bits)
 
 
+def _check_tolerance(tolerance: float | None) -> float | None:
+    if tolerance is None:
+        return None
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not tolerance >= 0:
+        raise ValueError(f"tolerance must be a number of bits >= 0 or None, got {tolerance!r}")
+    return float(tolerance)
+
+
 def assert_exposure_below(target: Any, canary: Any, max_bits: float, *, method: str = "auto",
                           references: int = DEFAULT_REFERENCES, exact_budget: int = DEFAULT_EXACT_BUDGET,
                           seed: int = 0, confidence: float = 0.95, batch_size: int = DEFAULT_BATCH,
-                          bootstrap: int = 30) -> LeakResult:
+                          bootstrap: int = 30, tolerance: float | None = None) -> LeakResult:
     """Fail when the exposure of ``canary`` under ``target`` exceeds ``max_bits``.
 
     Exposure (Secret Sharer, d-exposure-discriminative eq. 1) is
@@ -55,7 +63,9 @@ def assert_exposure_below(target: Any, canary: Any, max_bits: float, *, method: 
     secrets, ceiling ``log2 references``), ``"extrapolated"`` (skew-normal fit)
     or ``"auto"`` (exact when ``|V0|^n <= exact_budget``, else extrapolated).
     The chance figure is the expected exposure of a canary the model never
-    memorised (about ``log2 e = 1.44`` bits). Returns the recorded result.
+    memorised (about ``log2 e = 1.44`` bits). ``tolerance``: bits this figure may grow
+    against a stored baseline before the baseline gate fails (default: the gate's own, 1 bit).
+    Returns the recorded result.
     """
     __tracebackhide__ = True
     from ..assertions import check
@@ -64,13 +74,14 @@ def assert_exposure_below(target: Any, canary: Any, max_bits: float, *, method: 
     if not isinstance(canary, Canary):
         raise TypeError(f"canary must be a Canary (build it with canary('pin', length=4)), got {type(canary).__name__}")
     threshold = _check_bits(max_bits)
+    tolerance = _check_tolerance(tolerance)
     m = measure_exposure(target, canary, method=method, references=references, exact_budget=exact_budget,
                          seed=seed, confidence=confidence, batch_size=batch_size, bootstrap=bootstrap)
     evidence: dict[str, Any] = {
         "canary": canary.text, "method": m.method,
         "rank": f"{m.rank} of {m.space_size} secrets" if m.method == "exact"
                 else f"{m.rank} among {m.n_references} sampled references",
-        "space_size": m.space_size, "score": round(m.canary_score, 6)}
+        "space_size": m.space_size, "score": round(float(m.canary_score), 6)}
     if m.fit:
         evidence["fit"] = f"skew-normal a={m.fit['a']:.3g} loc={m.fit['loc']:.4g} scale={m.fit['scale']:.4g}, " \
                           f"KS statistic {m.fit['ks']:.3f}"
@@ -81,13 +92,14 @@ def assert_exposure_below(target: Any, canary: Any, max_bits: float, *, method: 
         attack="exposure", metric="exposure_bits", value=m.value, threshold=threshold, direction="at_most",
         interval=m.interval, confidence=m.confidence if m.method != "exact" else None, chance=m.chance,
         ceiling=m.ceiling, label=canary.text, evidence=evidence, extra=extra, remedy=EXPOSURE_REMEDY,
-        target=target_facts(target))
+        tolerance=tolerance, target=target_facts(target))
     return check(result)
 
 
 def assert_d_exposure_below(target: Any, inserted: Mapping[str, str], max_bits: float, *,
                             class_words: Mapping[str, Sequence[str]] | Any,
-                            template: Sequence[str] | str | None = None) -> LeakResult:
+                            template: Sequence[str] | str | None = None,
+                            tolerance: float | None = None) -> LeakResult:
     """Fail when the d-exposure (d-exposure-discriminative §3.1, eq. 3) exceeds ``max_bits``.
 
     ``target`` is a :class:`~pytest_privleak.protocols.TokenScorer` (for a CRF
@@ -97,13 +109,15 @@ def assert_d_exposure_below(target: Any, inserted: Mapping[str, str], max_bits: 
     words labelled only with it, or is the training dataset to take them from;
     ``template`` is the phrase with ``___`` for the word (default "There are
     many people who like ___"). The value is the mean over classes of eq. 2;
-    per-class figures are in ``extra``.
+    per-class figures are in ``extra``. ``tolerance``: bits the value may grow against a
+    stored baseline before the baseline gate fails (default: the gate's own, 1 bit).
     """
     __tracebackhide__ = True
     from ..assertions import check
     from .d_exposure import DEFAULT_TEMPLATE, d_exposure, exclusive_class_words
 
     threshold = _check_bits(max_bits)
+    tolerance = _check_tolerance(tolerance)
     template = DEFAULT_TEMPLATE if template is None else template
     words = class_words if isinstance(class_words, Mapping) else exclusive_class_words(class_words, list(inserted))
     m = d_exposure(target, inserted, words, template=template)
@@ -116,5 +130,5 @@ def assert_d_exposure_below(target: Any, inserted: Mapping[str, str], max_bits: 
     result = LeakResult(
         attack="d-exposure", metric="d_exposure_bits", value=m.value, threshold=threshold, direction="at_most",
         chance=m.chance, ceiling=m.ceiling, label=label, evidence=evidence, extra=extra,
-        remedy=D_EXPOSURE_REMEDY, target=target_facts(target))
+        remedy=D_EXPOSURE_REMEDY, tolerance=tolerance, target=target_facts(target))
     return check(result)

@@ -14,7 +14,7 @@ from html import escape
 from typing import Any
 
 from ..results import _fmt
-from .model import figure
+from .model import EXPECTED_LEAK, figure, is_expected_leak, shown_verdict
 from .svg import Bar, bar_chart
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -28,7 +28,8 @@ h1{font-size:22px;margin:0 0 8px} h2{font-size:17px;margin:28px 0 8px;border-bot
 table{border-collapse:collapse;width:100%} th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;
 vertical-align:top} th{background:#f6f8fa} td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;color:#fff;font-weight:600;font-size:12px}
-.FAIL{background:#cf222e}.pass{background:#1a7f37}.measured{background:#0969da}.error,.crashed{background:#9a6700}
+.FAIL{background:#cf222e}.pass{background:#1a7f37}.measured{background:#0969da}
+.error,.crashed,.xfail{background:#9a6700}
 tr.row-FAIL td{background:#fff5f5} .meta{color:#57606a} code,pre{font-family:ui-monospace,monospace;font-size:12px}
 pre{background:#f6f8fa;padding:8px;overflow:auto;white-space:pre-wrap;word-break:break-all}
 details{margin:6px 0;border:1px solid #d0d7de;border-radius:6px;padding:6px 10px}
@@ -83,8 +84,14 @@ def _delta(key: str, changes: dict, new: set) -> str:
 def _rows(report: dict[str, Any]) -> list[tuple[dict, dict | None]]:
     rows = [(t, r) for t in report["tests"] for r in t["results"]]
     rows += [(t, None) for t in report["tests"] if not t["results"]]
-    order = {"FAIL": 0, "error": 1, "crashed": 1, "measured": 2, "pass": 3}
-    return sorted(rows, key=lambda tr: order.get(tr[1]["verdict"] if tr[1] else tr[0]["outcome"], 2))
+    order = {"FAIL": 0, "error": 1, "crashed": 1, EXPECTED_LEAK: 2, "measured": 2, "pass": 3}
+    return sorted(rows, key=lambda tr: order.get(shown_verdict(tr[0]["outcome"], tr[1]) if tr[1]
+                                                 else tr[0]["outcome"], 2))
+
+
+def _css(outcome: str, r: dict) -> str:
+    """Badge / row class of a result: ``xfail`` for an expected leak, else its verdict."""
+    return "xfail" if is_expected_leak(outcome, r) else _e(r["verdict"])
 
 
 def _summary_table(report: dict[str, Any]) -> str:
@@ -100,9 +107,9 @@ def _summary_table(report: dict[str, Any]) -> str:
                         f'</span></td><td>{_e(test["nodeid"])}</td><td colspan="8" class="meta">no result '
                         f"recorded</td></tr>")
             continue
-        verdict = r["verdict"]
+        verdict, css = shown_verdict(test["outcome"], r), _css(test["outcome"], r)
         body.append(
-            f'<tr class="row-{_e(verdict)}"><td><span class="badge {_e(verdict)}">{_e(verdict)}</span></td>'
+            f'<tr class="row-{css}"><td><span class="badge {css}">{_e(verdict)}</span></td>'
             f'<td>{_e(test["nodeid"])}</td><td>{_e(r["name"])}</td><td>{_e(r.get("label"))}</td>'
             f'<td class="num">{_e(_num(r["value"]))}</td><td class="num">{_e(_interval(r))}</td>'
             f'<td class="num">{_e(_limit(r))}</td><td class="num">{_e(_num(r.get("chance")))}</td>'
@@ -160,9 +167,10 @@ def _details(report: dict[str, Any]) -> str:
                            f"</td></tr>" for k, v in facts.items() if v not in (None, {}, ""))
             evidence = json.dumps(r.get("evidence") or {}, indent=2, ensure_ascii=False)
             remedy = f'<p><b>Remedy:</b> {_e(r["remedy"])}</p>' if r.get("remedy") else ""
+            shown = _e(shown_verdict(test["outcome"], r))
             parts.append(
                 f'<details{" open" if r["verdict"] == "FAIL" else ""}><summary><span class="badge '
-                f'{_e(r["verdict"])}">{_e(r["verdict"])}</span> {_e(test["nodeid"])} \u2014 {_e(r["name"])}'
+                f'{_css(test["outcome"], r)}">{shown}</span> {_e(test["nodeid"])} \u2014 {_e(r["name"])}'
                 f'{" [" + _e(r["label"]) + "]" if r.get("label") else ""}</summary>'
                 f"<table>{rows}</table><p><b>Evidence</b></p><pre>{_e(evidence)}</pre>{remedy}</details>")
     return "".join(parts) or '<p class="meta">No results.</p>'
@@ -179,6 +187,10 @@ def _banner(report: dict[str, Any]) -> str:
     else:
         parts.append(f'<div class="banner ok">No result exceeds its limit ({s["passed"]} passed, '
                      f'{s["measured"]} measured only, {s["tests"]} test(s)).</div>')
+    if s.get("expected_leaks"):
+        parts.append(f'<div class="banner warn">{s["expected_leaks"]} expected leak(s) (xfail) in '
+                     f'{len(s.get("expected_leaking", []))} test(s) marked xfail: shown in the table, '
+                     "not counted above.</div>")
     if base is not None:
         if base["regressions"]:
             parts.append(f'<div class="banner leak">Baseline gate FAILED: {len(base["regressions"])} result(s) '

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..baseline import gate_lines
 from .html import _interval, _limit, _num
+from .model import shown_verdict
 
 ICONS = {"FAIL": "\u274c FAIL", "pass": "\u2705 pass", "measured": "\u2139\ufe0f measured"}
 
@@ -24,13 +25,16 @@ def render_markdown(report: dict[str, Any], report_path: str | None = None) -> s
     s = report["summary"]
     verdict = (f"**{s['failed']} of {s['results']} result(s) leak beyond their limit**" if s["failed"]
                else f"no result exceeds its limit ({s['results']} result(s))")
+    if s.get("expected_leaks"):
+        verdict += f"; {s['expected_leaks']} expected leak(s) (xfail)"
     lines = [f"## pytest-privleak: {verdict}", ""]
     lines += ["| verdict | test | metric | canary / target | value | interval | limit | chance |",
               "|---|---|---|---|---:|---:|---:|---:|"]
     for test in report["tests"]:
         for r in test["results"]:
+            shown = shown_verdict(test["outcome"], r)
             lines.append("| " + " | ".join(_cell(c) for c in (
-                ICONS.get(r["verdict"], r["verdict"]), test["nodeid"], r["name"], r.get("label"),
+                ICONS.get(shown, shown), test["nodeid"], r["name"], r.get("label"),
                 _num(r["value"]), _interval(r), _limit(r), _num(r.get("chance")))) + " |")
         if not test["results"]:
             lines.append(f"| {_cell(test['outcome'])} | {_cell(test['nodeid'])} | | no result recorded | | | | |")

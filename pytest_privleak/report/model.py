@@ -4,10 +4,16 @@ Shape (versioned by :data:`SCHEMA_VERSION`, described by ``schema.json``)::
 
     {"schema": "pytest-privleak/report", "version": 1, "plugin_version": ..., "created": ...,
      "run": {"seed", "xdist", "workers": [{"id", "device", "gpu", "status", "error", "crashed_test"}]},
-     "summary": {"tests", "results", "passed", "failed", "measured", "leaking"},
+     "summary": {"tests", "results", "passed", "failed", "measured", "leaking",
+                 "expected_leaks", "expected_leaking"},
      "tests": [{"nodeid", "outcome", "duration", "worker", "device", "seed",
                 "results": [{"key", "name", LeakResult fields..., "device", "seed", "target_hash"}]}],
      "baseline": null | {"path", "regressions", "improvements", "new", "vanished", "passed"}}
+
+A test's ``outcome`` is passed, failed, skipped, xfailed, error or crashed.
+``failed`` and ``leaking`` leave out failing results of tests marked xfail: those
+are counted in ``expected_leaks`` / ``expected_leaking`` and shown as
+"expected leak (xfail)".
 
 Non-finite floats (an infinite exposure, say) are written as the strings
 ``"Infinity"``, ``"-Infinity"``, ``"NaN"`` so the file is strict JSON.
@@ -25,6 +31,8 @@ SCHEMA_VERSION = 1
 _NONFINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
 # LeakResult fields that hold figures (numbers or None), decoded back to floats on load.
 FIGURE_FIELDS = ("value", "threshold", "confidence", "chance", "ceiling", "tolerance")
+#: How a failing result of an xfail test is shown: visible, but not counted in the LEAK banner.
+EXPECTED_LEAK = "expected leak (xfail)"
 
 
 class ReportFileError(ValueError):
@@ -47,15 +55,25 @@ def target_hash(target: dict[str, Any] | None) -> str | None:
 
 
 def encode(obj: Any) -> Any:
-    """Make ``obj`` strict-JSON safe: non-finite floats become strings, tuples lists, others ``str``."""
+    """Make ``obj`` strict-JSON safe: non-finite floats become strings, tuples lists, others ``str``.
+
+    Subclasses of the builtins (``numpy.float64`` is a ``float``) come back as the plain builtin,
+    so the result also crosses xdist's execnet channel, which accepts only exact builtin types.
+    """
     if isinstance(obj, float):
         if math.isnan(obj):
             return "NaN"
         if math.isinf(obj):
             return "Infinity" if obj > 0 else "-Infinity"
+        return float(obj)
+    if obj is None:
         return obj
-    if isinstance(obj, (str, int, bool)) or obj is None:
-        return obj
+    if isinstance(obj, bool):
+        return bool(obj)
+    if isinstance(obj, int):
+        return int(obj)
+    if isinstance(obj, str):
+        return str(obj)
     if isinstance(obj, dict):
         return {str(k): encode(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -72,6 +90,35 @@ def figure(value: Any) -> float | None:
     if isinstance(value, str):
         return _NONFINITE.get(value, math.nan)
     return float(value)
+
+
+def decode_result(data: dict[str, Any]) -> dict[str, Any]:
+    """A ``LeakResult.to_json`` dict passed through :func:`encode`, with its figures floats again.
+
+    The figure fields, the interval and ``extra`` are decoded (``"Infinity"`` back to ``inf``);
+    ``evidence`` and ``target`` stay as encoded (free-form, JSON-safe by contract). The plugin
+    encodes every result on the worker and decodes it here, with or without xdist, so
+    ``LeakResult.from_json`` sees the same values either way.
+    """
+    out = dict(data)
+    for name in FIGURE_FIELDS:
+        if name in out:
+            out[name] = figure(out[name])
+    if out.get("interval") is not None:
+        out["interval"] = [figure(v) for v in out["interval"]]
+    if isinstance(out.get("extra"), dict):
+        out["extra"] = {k: figure(v) for k, v in out["extra"].items()}
+    return out
+
+
+def is_expected_leak(outcome: str, result: dict[str, Any]) -> bool:
+    """A failing result of a test marked xfail: a leak the team knows about, not counted as a LEAK."""
+    return outcome == "xfailed" and result.get("verdict") == "FAIL"
+
+
+def shown_verdict(outcome: str, result: dict[str, Any]) -> str:
+    """The verdict to print for one result of a test with ``outcome``."""
+    return EXPECTED_LEAK if is_expected_leak(outcome, result) else result.get("verdict", "")
 
 
 def make_test_entry(nodeid: str, outcome: str, duration: float, worker: str | None, device: str | None,
@@ -97,13 +144,16 @@ def build_report(tests: list[dict[str, Any]], workers: list[dict[str, Any]], *, 
     """The whole document (without the baseline part, which the gate adds)."""
     from .. import __version__
 
-    results = [r for t in tests for r in t["results"]]
-    leaking = sorted({t["nodeid"] for t in tests for r in t["results"] if r.get("verdict") == "FAIL"})
-    summary = {"tests": len(tests), "results": len(results),
-               "passed": sum(r.get("verdict") == "pass" for r in results),
-               "failed": sum(r.get("verdict") == "FAIL" for r in results),
-               "measured": sum(r.get("verdict") == "measured" for r in results),
-               "leaking": leaking}
+    pairs = [(t, r) for t in tests for r in t["results"]]
+    expected = [(t, r) for t, r in pairs if is_expected_leak(t["outcome"], r)]
+    failing = [(t, r) for t, r in pairs if r.get("verdict") == "FAIL" and not is_expected_leak(t["outcome"], r)]
+    summary = {"tests": len(tests), "results": len(pairs),
+               "passed": sum(r.get("verdict") == "pass" for _, r in pairs),
+               "failed": len(failing),
+               "measured": sum(r.get("verdict") == "measured" for _, r in pairs),
+               "leaking": sorted({t["nodeid"] for t, _ in failing}),
+               "expected_leaks": len(expected),
+               "expected_leaking": sorted({t["nodeid"] for t, _ in expected})}
     created = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
     return encode({"schema": SCHEMA_ID, "version": SCHEMA_VERSION, "plugin_version": __version__,
                    "created": created, "run": {"seed": seed, "xdist": xdist, "workers": workers},

@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..results import _fmt
+from .model import shown_verdict
 
 
 def result_rows(collected: Iterable) -> list[list[str]]:
@@ -13,7 +14,8 @@ def result_rows(collected: Iterable) -> list[list[str]]:
         r = item.result
         interval = f"{_fmt(r.interval[0])}..{_fmt(r.interval[1])}" if r.interval else ""
         limit = "" if r.threshold is None else ("<= " if r.direction == "at_most" else ">= ") + _fmt(r.threshold)
-        rows.append([r.verdict, item.nodeid.split("::")[-1], r.name, r.label[:40], _fmt(r.value), interval,
+        verdict = shown_verdict(item.outcome, {"verdict": r.verdict})
+        rows.append([verdict, item.nodeid.split("::")[-1], r.name, r.label[:40], _fmt(r.value), interval,
                      limit, _fmt(r.chance)])
     return rows
 
