@@ -88,17 +88,10 @@ class JointNLUConfig:
     grad_clip: float = 5.0
 
     def __post_init__(self) -> None:
-        for name in ("epochs", "batch_size", "embedding_dim", "hidden_dim", "patience", "char_dim",
-                     "char_filters", "char_kernel", "max_word_chars"):
-            training.check_positive(name, getattr(self, name), integer=True)
-        training.check_positive("lr", self.lr, integer=False)
-        training.check_positive("grad_clip", self.grad_clip, integer=False, allow_zero=True)
-        if not isinstance(self.dropout, (int, float)) or isinstance(self.dropout, bool) \
-                or not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"config dropout={self.dropout!r} must be a number in [0, 1) (paper: 0.2 or 0.1)")
-        for name in ("early_stopping", "char_embeddings"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"config {name}={getattr(self, name)!r} must be True or False")
+        training.check_training_config(
+            self, ("epochs", "batch_size", "embedding_dim", "hidden_dim", "patience", "char_dim", "char_filters",
+                   "char_kernel", "max_word_chars"),
+            flags=("early_stopping", "char_embeddings"), dropout_hint=" (paper: 0.2 or 0.1)")
         if self.char_kernel % 2 == 0:
             raise ValueError(f"config char_kernel={self.char_kernel} must be odd (same-length convolution)")
 

@@ -49,15 +49,8 @@ class LSTMLMConfig:
     grad_clip: float = 5.0
 
     def __post_init__(self) -> None:
-        for name in ("epochs", "batch_size", "embedding_dim", "hidden_dim", "num_layers", "patience"):
-            training.check_positive(name, getattr(self, name), integer=True)
-        training.check_positive("lr", self.lr, integer=False)
-        training.check_positive("grad_clip", self.grad_clip, integer=False, allow_zero=True)
-        if not isinstance(self.dropout, (int, float)) or isinstance(self.dropout, bool) \
-                or not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"config dropout={self.dropout!r} must be a number in [0, 1)")
-        if not isinstance(self.early_stopping, bool):
-            raise ValueError(f"config early_stopping={self.early_stopping!r} must be True or False")
+        training.check_training_config(
+            self, ("epochs", "batch_size", "embedding_dim", "hidden_dim", "num_layers", "patience"))
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)

@@ -64,6 +64,21 @@ def check_positive(name: str, value: Any, *, integer: bool, allow_zero: bool = F
         raise ValueError(f"config {name}={value!r} must be {what} {'>= 0' if allow_zero else '> 0'}")
 
 
+def check_training_config(config: Any, integers: Sequence[str], *, flags: Sequence[str] = ("early_stopping",),
+                          dropout_hint: str = "") -> None:
+    """The checks every target config shares: positive sizes, lr, grad_clip, dropout in [0, 1), bool flags."""
+    for name in integers:
+        check_positive(name, getattr(config, name), integer=True)
+    check_positive("lr", config.lr, integer=False)
+    check_positive("grad_clip", config.grad_clip, integer=False, allow_zero=True)
+    dropout = config.dropout
+    if not isinstance(dropout, (int, float)) or isinstance(dropout, bool) or not 0.0 <= dropout < 1.0:
+        raise ValueError(f"config dropout={dropout!r} must be a number in [0, 1){dropout_hint}")
+    for name in flags:
+        if not isinstance(getattr(config, name), bool):
+            raise ValueError(f"config {name}={getattr(config, name)!r} must be True or False")
+
+
 # --------------------------------------------------------------------------- seeding
 
 @contextlib.contextmanager
