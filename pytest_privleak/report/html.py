@@ -21,6 +21,7 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#24292f;margin:24px;max-width:1200px}
 h1{font-size:22px;margin:0 0 8px} h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #d0d7de}
+table.summary td:nth-child(2),table.summary td:nth-child(4){overflow-wrap:anywhere;max-width:24em}
 .banner{padding:10px 14px;border-radius:6px;font-weight:600;margin:12px 0}
 .banner.leak{background:#ffebe9;border:1px solid #cf222e;color:#82071e}
 .banner.ok{background:#dafbe1;border:1px solid #1a7f37;color:#044f1e}
@@ -123,7 +124,7 @@ def chart_groups(report: dict[str, Any]) -> dict[str, list[Bar]]:
     for test in report["tests"]:
         short = test["nodeid"].split("::")[-1]
         for r in test["results"]:
-            label = f"{short} [{r['label']}]" if r.get("label") else short
+            label = short  # the canary or target is in the summary table beside the same test
             value = figure(r["value"])
             interval = tuple(figure(v) for v in r["interval"]) if r.get("interval") else None
             marks = {"chance": figure(r.get("chance")), "threshold": figure(r.get("threshold")),
@@ -132,8 +133,8 @@ def chart_groups(report: dict[str, Any]) -> dict[str, list[Bar]]:
                 Bar(label, value, r["verdict"], interval, {k: v for k, v in marks.items() if v is not None}))
             extra = r.get("extra") or {}
             for key, raw in extra.items():
-                if key.endswith("_chance"):
-                    continue
+                if key.endswith("_chance") or f"{key}_chance" not in extra:
+                    continue  # only figures with a chance baseline earn a chart; the rest are in the details
                 marks = {"chance": figure(extra.get(f"{key}_chance"))}
                 groups.setdefault(f"{r['attack']}.{key}", []).append(
                     Bar(label, figure(raw), "measured", None, {k: v for k, v in marks.items() if v is not None}))

@@ -44,6 +44,14 @@ def scale_max(bars: list[Bar]) -> float:
     return top * 1.05 if top > 0 else 1.0
 
 
+def short_label(text: str, limit: int = 30) -> str:
+    """Shorten with a middle ellipsis: test names differ at their ends as often as at their starts."""
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 2
+    return text[:head] + "\u2026" + text[-(limit - 1 - head):]
+
+
 def bar_chart(title: str, bars: list[Bar]) -> str:
     """An ``<svg>`` element (string) plotting ``bars`` on one linear axis starting at 0."""
     top_value = scale_max(bars)
@@ -61,7 +69,7 @@ def bar_chart(title: str, bars: list[Bar]) -> str:
     for i, bar in enumerate(bars):
         y = TOP + i * ROW_H
         colour = VERDICT_COLOURS.get(bar.verdict, "#6e7781")
-        label = bar.label if len(bar.label) <= 34 else bar.label[:33] + "\u2026"
+        label = short_label(bar.label)
         parts.append(f'<text x="{LABEL_W - 6}" y="{y + 16}" text-anchor="end">{escape(label)}</text>')
         parts.append(f'<rect x="{LABEL_W}" y="{y + 4}" width="{x(bar.value) - LABEL_W:.1f}" height="{ROW_H - 8}" '
                      f'fill="{colour}" fill-opacity="0.75"><title>{escape(bar.label)}: '
