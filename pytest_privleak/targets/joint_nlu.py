@@ -374,13 +374,8 @@ def train(dataset, *, device: str = "cpu", cache=None, seed: int = 0, progress: 
     (see :func:`training.torch_threads`; ``None`` leaves torch's setting).
     Neither is part of the cache key.
     """
-    cfg = training.make_config(JointNLUConfig, config, kind=KIND)
-    torch_device = torch.device(device)
-    key = training.cache_key(KIND, dataset, cfg, seed, str(torch_device))
-    target, _ = training.cached(
-        cache, key,
-        build=lambda: build(dataset, cfg, device=torch_device, seed=seed, content_hash=key, progress=progress,
-                            threads=threads),
-        save=_save,
-        load=lambda folder: _load(folder, torch_device, threads))
-    return target
+    return training.train_or_load(
+        KIND, JointNLUConfig, config, dataset, device=device, cache=cache, seed=seed,
+        build=lambda cfg, dev, key: build(dataset, cfg, device=dev, seed=seed, content_hash=key, progress=progress,
+                                        threads=threads),
+        save=_save, load=lambda folder, dev: _load(folder, dev, threads))

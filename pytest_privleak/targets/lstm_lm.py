@@ -174,12 +174,8 @@ def build(dataset, config: LSTMLMConfig, *, device: torch.device, seed: int, con
 def train(dataset, *, device: str = "cpu", cache=None, seed: int = 0, progress: bool = True,
           **config) -> LSTMLanguageModel:
     """Train (or load from ``cache``) the LSTM LM on ``dataset.train``; ``config``: :class:`LSTMLMConfig` fields."""
-    cfg = training.make_config(LSTMLMConfig, config, kind=KIND)
-    torch_device = torch.device(device)
-    key = training.cache_key(KIND, dataset, cfg, seed, str(torch_device))
-    target, _ = training.cached(
-        cache, key,
-        build=lambda: build(dataset, cfg, device=torch_device, seed=seed, content_hash=key, progress=progress),
-        save=_save,
-        load=lambda folder: _load(folder, torch_device))
-    return target
+    return training.train_or_load(
+        KIND, LSTMLMConfig, config, dataset, device=device, cache=cache, seed=seed,
+        build=lambda cfg, dev, key: build(dataset, cfg, device=dev, seed=seed, content_hash=key,
+                                        progress=progress),
+        save=_save, load=lambda folder, dev: _load(folder, dev))

@@ -197,12 +197,8 @@ def build(dataset, config: NERTaggerConfig, *, device: torch.device, seed: int, 
 def train(dataset, *, device: str = "cpu", cache=None, seed: int = 0, progress: bool = True,
           **config) -> NERTagger:
     """Train (or load from ``cache``) the tagger; ``config`` keys are :class:`NERTaggerConfig` fields."""
-    cfg = training.make_config(NERTaggerConfig, config, kind=KIND)
-    torch_device = torch.device(device)
-    key = training.cache_key(KIND, dataset, cfg, seed, str(torch_device))
-    target, _ = training.cached(
-        cache, key,
-        build=lambda: build(dataset, cfg, device=torch_device, seed=seed, content_hash=key, progress=progress),
-        save=_save,
-        load=lambda folder: _load(folder, torch_device))
-    return target
+    return training.train_or_load(
+        KIND, NERTaggerConfig, config, dataset, device=device, cache=cache, seed=seed,
+        build=lambda cfg, dev, key: build(dataset, cfg, device=dev, seed=seed, content_hash=key,
+                                        progress=progress),
+        save=_save, load=lambda folder, dev: _load(folder, dev))

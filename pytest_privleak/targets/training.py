@@ -313,3 +313,18 @@ def cached(cache, key: str, build: Callable[[], T], save: Callable[[T, Path], di
             continue
     raise CorruptEntryError(f"cache entry {cache.entry(key)} stayed unreadable after a rebuild; "
                             f"delete {cache.root} and rerun")
+
+
+def train_or_load(kind: str, config_cls: type, config: dict, dataset, *, device: str, cache, seed: int,
+                  build: Callable[..., Any], save: Callable[..., dict], load: Callable[..., Any]) -> Any:
+    """The shared ``train`` of every target: validate the config, key it, then load or build and cache.
+
+    ``build(cfg, torch_device, key)`` trains a fresh target; ``load(folder, torch_device)`` rebuilds one.
+    """
+    cfg = make_config(config_cls, config, kind=kind)
+    torch_device = torch.device(device)
+    key = cache_key(kind, dataset, cfg, seed, str(torch_device))
+    target, _ = cached(cache, key, build=lambda: build(cfg, torch_device, key), save=save,
+                       load=lambda folder: load(folder, torch_device))
+    return target
+
