@@ -85,6 +85,22 @@ def test_same_seed_same_numbers():
     assert (one.epsilon_lcb, one.k1, one.k2) == (two.epsilon_lcb, two.k1, two.k2)
 
 
+def test_replicates_keep_the_smallest_bound():
+    # the first replicate draws the same samples as a single estimate, so the minimum can only be lower
+    single = audit(OUE(8, 1.0), samples=100_000, seed=5, replicates=1)
+    double = audit(OUE(8, 1.0), samples=100_000, seed=5, replicates=2)
+    assert single.replicate_bounds == [single.epsilon_lcb]
+    assert double.replicate_bounds[0] == single.epsilon_lcb
+    assert double.epsilon_lcb == min(double.replicate_bounds) <= single.epsilon_lcb
+    assert len(double.replicate_bounds) == 2 and double.replicate_bounds[0] != double.replicate_bounds[1]
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "2"])
+def test_bad_replicates_named(bad):
+    with pytest.raises(ValueError, match="replicates"):
+        audit(KRR(3, 1.0), samples=10_000, replicates=bad)
+
+
 def test_delta_lowers_the_bound():
     plain = audit(KRR(4, 1.0), samples=200_000)
     with_delta = audit(KRR(4, 1.0), samples=200_000, delta=0.05)
