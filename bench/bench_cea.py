@@ -10,6 +10,9 @@ under --cache-dir, so later runs skip training). Rows:
   with the same seeds: time ratio, and whether the reconstructions are identical;
 * CEA time over a bare loop of the same forward+backward passes (same batch,
   same 250 steps, no softmax/mixing/Adam): the attack's own overhead (goal <= 1.25);
+  CEA and bare runs alternate ``--repeats`` times and the median of the
+  per-pair ratios is printed, so load from other processes on a shared
+  machine hits both sides of each ratio alike;
 * exhaustive scoring of all 10^4 pins next to the gradient attack.
 """
 from __future__ import annotations
@@ -53,6 +56,17 @@ def bare_loop(model, rows: int, length: int, epochs: int, device: str) -> float:
     return timed(device, run)[0]
 
 
+def overhead(device: str, repeats: int, attack, bare) -> tuple[float, float]:
+    """Median bare time and median CEA/bare ratio over ``repeats`` alternating (attack, bare) pairs."""
+    pairs = []
+    for _ in range(repeats):
+        t_attack = attack()
+        pairs.append((bare(), t_attack))
+    bares = sorted(b for b, _ in pairs)
+    ratios = sorted(a / b for b, a in pairs)
+    return bares[len(bares) // 2], ratios[len(ratios) // 2]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -62,6 +76,7 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=8, help="restarts for the best-of-K row")
     parser.add_argument("--cache-dir", default=".privleak-bench-cache")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--repeats", type=int, default=3, help="alternating CEA/bare pairs per overhead ratio")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -79,9 +94,14 @@ def main() -> None:
     t_loop, looped = timed(device, lambda: [extract(model, pin, trials=1, first_trial=t, **kw)
                                             for t in range(args.trials)])
     identical = batched.reconstructed == tuple(r.reconstructed[0] for r in looped)
-    t_bare = bare_loop(model, args.trials, length, 250, device)
+    t_bare, ratio = overhead(device, args.repeats,
+                             lambda: timed(device, lambda: extract(model, pin, trials=args.trials, **kw))[0],
+                             lambda: bare_loop(model, args.trials, length, 250, device))
     t_best, best = timed(device, lambda: extract(model, pin, trials=args.trials, starts=args.starts, seed=0))
-    t_bare_best = bare_loop(model, args.trials * args.starts, length, 250, device)
+    t_bare_best, ratio_best = overhead(
+        device, args.repeats, lambda: timed(device, lambda: extract(model, pin, trials=args.trials,
+                                                                  starts=args.starts, seed=0))[0],
+        lambda: bare_loop(model, args.trials * args.starts, length, 250, device))
     t_exh, exh = timed(device, lambda: extract(model, pin, method="exhaustive"))
 
     print(f"# CEA bench: {device}, torch {torch.__version__}, threads {torch.get_num_threads()}; target "
@@ -93,11 +113,11 @@ def main() -> None:
         ("loop of %d one-trial calls" % args.trials, t_loop,
          f"loop/batched = {t_loop / t_batched:.2f}x; reconstructions identical: {identical}"),
         ("bare fwd+bwd loop, batch %d, 250 steps" % args.trials, t_bare,
-         f"CEA/bare = {t_batched / t_bare:.2f} (goal <= 1.25)"),
+         f"CEA/bare = {ratio:.2f}, median of {args.repeats} alternating pairs (goal <= 1.25)"),
         ("batched CEA, %d trials x %d starts (best_loss)" % (args.trials, args.starts), t_best,
          f"acc {best.accuracy:.2f}, HDT {best.hdt:.3f}"),
         ("bare fwd+bwd loop, batch %d, 250 steps" % (args.trials * args.starts), t_bare_best,
-         f"CEA/bare = {t_best / t_bare_best:.2f} (goal <= 1.25)"),
+         f"CEA/bare = {ratio_best:.2f}, median of {args.repeats} alternating pairs (goal <= 1.25)"),
         ("exhaustive, all 10^4 pins", t_exh,
          f"rank of truth {exh.ranks[0]}; guess {' '.join(exh.reconstructed[0])}; "
          f"exhaustive/gradient(1 trial) = {t_exh / (t_batched / args.trials):.2f}"),

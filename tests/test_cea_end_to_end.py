@@ -2,9 +2,10 @@
 
 Fast: an undefended model on a 400-utterance synthetic corpus with the pin
 repeated 100 times (trains in ~8 s on one core) fails ``max_accuracy=0``.
-Slow: on a realistic corpus with the pin seen once, the §6 defences combined
-(dropout 0.2, early stopping with patience 20, character embeddings) make the
-assertion pass where the undefended model fails (see the comment above the test).
+Slow: on a realistic corpus, three pins each seen once in its own model: the
+§6 defences combined (dropout 0.2, early stopping with patience 20, character
+embeddings) make the assertion pass where the undefended model fails, and
+raise the mean HDT from near 0 towards chance (see the comment above the test).
 """
 import pytest
 import torch
@@ -56,31 +57,39 @@ def test_same_seed_same_figures(leaky_model):
 
 # canary-extraction-nlu §6 on a realistic corpus: half of each slot's values occur only in
 # validation/test (real splits hold unseen entities), so the validation loss turns and early
-# stopping (patience 20) can act; the pin is seen once (R = 1, 0.07 % of the corpus, about the
-# share of the paper's R = 10 in 13k Snips utterances). Measured for seeds 0 and 1 (helper
-# experiments, 2 shared cores): undefended best-of-8 accuracy 1.0, single-start HDT 0.075-0.10;
-# dropout 0.2 + early stopping + char embeddings: stopped at epoch 25-26 (best 5-6), best-of-8
-# accuracy 0.0, single-start HDT 0.50-0.55. The paper reports HDT ~0.9 (chance) for D+ES+CE:
-# we reach "the assertion passes", not chance-level HDT; with R >= 5 copies the pin is learnt
-# before early stopping's best epoch and the defended model still leaks.
+# stopping (patience 20) can act; each pin is seen once (R = 1, 0.07 % of the corpus, about the
+# share of the paper's R = 10 in 13k Snips utterances). HDT is averaged over pins, each in its own
+# model, as the paper averages over trials: one pin alone says little, because a model that has
+# learnt nothing still guesses the same digits every time (its corpus prior, e.g. "9 _ _ 8"), and
+# those match a given pin by luck or not. Against random pins the defended models' guesses score
+# HDT 0.887-0.901 (chance 0.9). Measured (2 shared cores): undefended best-of-8 accuracy 1.0 and
+# exhaustive rank 1 for every pin, single-start HDT 0.075 / 0.30 / 0.275 (mean 0.22; paper, no
+# defence: 0.18-0.48); defended (dropout 0.2 + early stopping + char embeddings, stopped at epoch 25, best
+# epoch 5) best-of-8 accuracy 0.0, single-start HDT 0.55 / 0.875 / 0.80 for pins 0 / 1 / 2 (mean
+# 0.74; paper ~0.9), exhaustive rank of the true pin 280 / 4387 / 3936 of 10^4. So the defences
+# stop extraction but do not bring every pin to chance; with R >= 5 copies the pin is learnt before
+# early stopping's best epoch and the defended model still leaks.
 REALISTIC = dict(n_train=1500, n_valid=200, n_test=200, seed=0, unseen_share=0.5)
 DEFENCES = dict(epochs=100, dropout=0.2, early_stopping=True, patience=20, char_embeddings=True)
+PAPER_ATTACK = dict(trials=10, starts=1, select="single")   # §3.1: one random start per trial
 
 
 @pytest.mark.slow
 def test_defences_stop_the_attack_that_breaks_the_undefended_model(cache):
-    data = inject_canaries(generate_snips_like(**REALISTIC), PIN, repeats=1)
-    undefended = train_target("joint-bilstm-crf", data, device="cpu", cache=cache, seed=0, progress=False)
-    with pytest.raises(PrivacyLeakError):
-        assert_cea_accuracy_at_most(undefended, PIN, 0.0, trials=5)
+    hdt = {"undefended": [], "defended": []}
+    for pin in [canary("pin", seed=s) for s in (0, 1, 2)]:
+        data = inject_canaries(generate_snips_like(**REALISTIC), pin, repeats=1)
+        undefended = train_target("joint-bilstm-crf", data, device="cpu", cache=cache, seed=0, progress=False)
+        with pytest.raises(PrivacyLeakError):
+            assert_cea_accuracy_at_most(undefended, pin, 0.0, trials=5)
 
-    defended = train_target("joint-bilstm-crf", data, device="cpu", cache=cache, seed=0, progress=False,
-                            **DEFENCES)
-    assert defended.stopped_early, "early stopping must act for this to test the paper's defence"
-    result = assert_cea_accuracy_at_most(defended, PIN, 0.0, trials=5)
-    assert result.value == 0.0
+        defended = train_target("joint-bilstm-crf", data, device="cpu", cache=cache, seed=0, progress=False,
+                                **DEFENCES)
+        assert defended.stopped_early, "early stopping must act for this to test the paper's defence"
+        assert assert_cea_accuracy_at_most(defended, pin, 0.0, trials=5).value == 0.0
 
-    paper_attack = dict(trials=10, starts=1, select="single")
-    hdt_defended = extract(defended, PIN, **paper_attack).hdt
-    hdt_undefended = extract(undefended, PIN, **paper_attack).hdt
-    assert hdt_defended >= hdt_undefended + 0.3, (hdt_defended, hdt_undefended)   # chance is 0.9
+        hdt["undefended"].append(extract(undefended, pin, **PAPER_ATTACK).hdt)
+        hdt["defended"].append(extract(defended, pin, **PAPER_ATTACK).hdt)
+    mean = {k: sum(v) / len(v) for k, v in hdt.items()}
+    assert mean["undefended"] <= 0.35, hdt                     # measured 0.22; chance is 0.9
+    assert mean["defended"] >= mean["undefended"] + 0.4, hdt   # measured 0.74 vs 0.22
