@@ -2,7 +2,7 @@
 
 Fast: an undefended model on a 400-utterance synthetic corpus with the pin
 repeated 100 times (trains in ~8 s on one core) fails ``max_accuracy=0``.
-Slow: on a realistic corpus, three pins each seen once in its own model: the
+Slow: on a realistic corpus, six pins each seen once in its own model: the
 §6 defences combined (dropout 0.2, early stopping with patience 20, character
 embeddings) make the assertion pass where the undefended model fails, and
 raise the mean HDT from near 0 towards chance (see the comment above the test).
@@ -63,12 +63,13 @@ def test_same_seed_same_figures(leaky_model):
 # learnt nothing still guesses the same digits every time (its corpus prior, e.g. "9 _ _ 8"), and
 # those match a given pin by luck or not. Against random pins the defended models' guesses score
 # HDT 0.887-0.901 (chance 0.9). Measured (2 shared cores): undefended best-of-8 accuracy 1.0 and
-# exhaustive rank 1 for every pin, single-start HDT 0.075 / 0.30 / 0.275 (mean 0.22; paper, no
-# defence: 0.18-0.48); defended (dropout 0.2 + early stopping + char embeddings, stopped at epoch 25, best
-# epoch 5) best-of-8 accuracy 0.0, single-start HDT 0.55 / 0.875 / 0.80 for pins 0 / 1 / 2 (mean
-# 0.74; paper ~0.9), exhaustive rank of the true pin 280 / 4387 / 3936 of 10^4. So the defences
-# stop extraction but do not bring every pin to chance; with R >= 5 copies the pin is learnt before
-# early stopping's best epoch and the defended model still leaks.
+# exhaustive rank 1 for pins 0-2, single-start HDT 0.075 / 0.30 / 0.275 (mean 0.22; paper, no
+# defence: 0.18-0.48); defended (dropout 0.2 + early stopping + char embeddings, stopped at epoch
+# 25, best epoch 5) best-of-8 accuracy 0.0 for pins 0-5, single-start HDT 0.55 / 0.875 / 0.80 /
+# 1.0 / 0.75 / 0.775 (mean 0.79; paper ~0.9), exhaustive rank of the true pin 280 / 4387 / 3936 /
+# 987 / 105 / 1152 of 10^4 (median ~1070, chance 5000: a weak leak remains). So the defences stop
+# extraction and bring HDT near chance on average, not for every pin; with R >= 5 copies the pin is
+# learnt before early stopping's best epoch and the defended model still leaks.
 REALISTIC = dict(n_train=1500, n_valid=200, n_test=200, seed=0, unseen_share=0.5)
 DEFENCES = dict(epochs=100, dropout=0.2, early_stopping=True, patience=20, char_embeddings=True)
 PAPER_ATTACK = dict(trials=10, starts=1, select="single")   # §3.1: one random start per trial
@@ -77,7 +78,7 @@ PAPER_ATTACK = dict(trials=10, starts=1, select="single")   # §3.1: one random 
 @pytest.mark.slow
 def test_defences_stop_the_attack_that_breaks_the_undefended_model(cache):
     hdt = {"undefended": [], "defended": []}
-    for pin in [canary("pin", seed=s) for s in (0, 1, 2)]:
+    for pin in [canary("pin", seed=s) for s in range(6)]:
         data = inject_canaries(generate_snips_like(**REALISTIC), pin, repeats=1)
         undefended = train_target("joint-bilstm-crf", data, device="cpu", cache=cache, seed=0, progress=False)
         with pytest.raises(PrivacyLeakError):
@@ -92,4 +93,5 @@ def test_defences_stop_the_attack_that_breaks_the_undefended_model(cache):
         hdt["defended"].append(extract(defended, pin, **PAPER_ATTACK).hdt)
     mean = {k: sum(v) / len(v) for k, v in hdt.items()}
     assert mean["undefended"] <= 0.35, hdt                     # measured 0.22; chance is 0.9
-    assert mean["defended"] >= mean["undefended"] + 0.4, hdt   # measured 0.74 vs 0.22
+    assert mean["defended"] >= mean["undefended"] + 0.4, hdt   # measured 0.79 vs 0.22 (pins 0-2)
+    assert mean["defended"] >= 0.7, hdt                         # measured 0.79; chance 0.9, paper ~0.9
