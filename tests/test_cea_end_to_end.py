@@ -67,7 +67,8 @@ def test_same_seed_same_figures(leaky_model):
 # defence: 0.18-0.48); defended (dropout 0.2 + early stopping + char embeddings, stopped at epoch
 # 25, best epoch 5) best-of-8 accuracy 0.0 for pins 0-5, single-start HDT 0.55 / 0.875 / 0.80 /
 # 1.0 / 0.75 / 0.775 (mean 0.79; paper ~0.9), exhaustive rank of the true pin 280 / 4387 / 3936 /
-# 987 / 105 / 1152 of 10^4 (median ~1070, chance 5000: a weak leak remains). So the defences stop
+# 987 / 105 / 1152 of 10^4 (median ~1070; the pins a model never saw rank at median 3210 in it:
+# a weak leak remains, .notes/exp_defended_cross_ranks.py). So the defences stop
 # extraction and bring HDT near chance on average, not for every pin; with R >= 5 copies the pin is
 # learnt before early stopping's best epoch and the defended model still leaks.
 REALISTIC = dict(n_train=1500, n_valid=200, n_test=200, seed=0, unseen_share=0.5)
