@@ -97,7 +97,7 @@ def assert_ldp_holds(mechanism, epsilon: float | None, *, confidence: float = 0.
     """Fail when ``mechanism`` provably violates ``epsilon``-LDP (ε_lcb > epsilon at ``confidence``).
 
     ``pairs``: extra input pairs ``[(a, a'), ...]`` to try besides the search;
-    ``samples``: outputs per input for the final estimate (the bound can reach
+    ``samples``: outputs per input for each final estimate (the bound can reach
     about ln(samples / 3.7)); ``c``: fix Pr[M(a') in S] as DP-Sniper does
     (default: adaptive); ``epsilon=None`` takes the mechanism's own claim;
     ``replicates``: independent final estimates whose smallest bound is kept

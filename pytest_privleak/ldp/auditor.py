@@ -19,10 +19,6 @@ Where we depart from DP-Sniper, and why:
   the domain (its ends, middle and random points), measures how far apart
   the mean outputs are, and tries the widest pairs (for bit encoders these
   are near bitwise complements, the witnesses of the largest leaks).
-
-Selection (pair, orientation, threshold) uses samples independent of the
-final estimate, so only the final two bounds need the union bound.
-
 - replication: the chosen event is estimated on ``replicates`` (default 2)
   independent fresh sample sets and ε_lcb is the smallest of their bounds.
   Each is a valid lower bound at ``confidence``, so their minimum is too;
@@ -33,6 +29,9 @@ final estimate, so only the final two bounds need the union bound.
   of the time (measured: 2 of 100 seeds), the false alarm the assertion must
   not raise.  The final sampling is cheap next to the search (~0.1 s per
   10^6 outputs of OME), so the second replicate costs little.
+
+Selection (pair, orientation, threshold) uses samples independent of the
+final estimate, so only the two bounds of each replicate need the union bound.
 """
 from __future__ import annotations
 
