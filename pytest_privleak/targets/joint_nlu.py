@@ -322,16 +322,9 @@ class JointNLUTarget(TrainedTarget):
 
 # --------------------------------------------------------------------------- train / cache
 
-def _record(target: JointNLUTarget) -> dict:
-    return {"kind": KIND, "code_version": training.CODE_VERSION, "seed": target.seed,
-            "content_hash": target.content_hash, "config": target.config.to_json(),
-            "vocab": target.vocab.to_json(), "history": target.training_history.to_json()}
-
-
 def _save(target: JointNLUTarget, folder: Path) -> dict:
-    training.save_entry(folder, target.net.state_dict(), _record(target))
-    return {"kind": KIND, "seed": target.seed, "config": target.config.to_json(),
-            "best_epoch": target.best_epoch, "stopped_epoch": target.stopped_epoch}
+    return training.save_target(folder, KIND, target, target.training_history,
+                                best_epoch=target.best_epoch, stopped_epoch=target.stopped_epoch)
 
 
 def _load(folder: Path, device: torch.device, threads: int | None = 1) -> JointNLUTarget:

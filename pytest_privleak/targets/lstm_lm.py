@@ -130,15 +130,8 @@ class LSTMLanguageModel(TrainedTarget):
         return out
 
 
-def _record(target: LSTMLanguageModel) -> dict:
-    return {"kind": KIND, "code_version": training.CODE_VERSION, "seed": target.seed,
-            "content_hash": target.content_hash, "config": target.config.to_json(),
-            "vocab": target.vocab.to_json(), "history": target.history.to_json()}
-
-
 def _save(target: LSTMLanguageModel, folder: Path) -> dict:
-    training.save_entry(folder, target.net.state_dict(), _record(target))
-    return {"kind": KIND, "seed": target.seed, "config": target.config.to_json()}
+    return training.save_target(folder, KIND, target, target.history)
 
 
 def _load(folder: Path, device: torch.device) -> LSTMLanguageModel:

@@ -154,15 +154,8 @@ class NERTagger(TrainedTarget):
         return hits / sum(len(u.tokens) for u in utterances)
 
 
-def _record(target: NERTagger) -> dict:
-    return {"kind": KIND, "code_version": training.CODE_VERSION, "seed": target.seed,
-            "content_hash": target.content_hash, "config": target.config.to_json(),
-            "vocab": target.vocab.to_json(), "history": target.history.to_json()}
-
-
 def _save(target: NERTagger, folder: Path) -> dict:
-    training.save_entry(folder, target.net.state_dict(), _record(target))
-    return {"kind": KIND, "seed": target.seed, "config": target.config.to_json()}
+    return training.save_target(folder, KIND, target, target.history)
 
 
 def _load(folder: Path, device: torch.device) -> NERTagger:

@@ -273,6 +273,18 @@ def save_entry(folder: Path, state_dict: dict[str, torch.Tensor], record: dict) 
     (folder / TARGET_FILE).write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
 
 
+def save_target(folder: Path, kind: str, target, history: "TrainingHistory", **meta) -> dict:
+    """Save a trained target (``net``, ``vocab``, ``config``, ``seed``, ``content_hash``) as a cache entry.
+
+    Returns the entry's metadata: kind, seed, config, plus ``meta``.
+    """
+    record = {"kind": kind, "code_version": CODE_VERSION, "seed": target.seed,
+              "content_hash": target.content_hash, "config": target.config.to_json(),
+              "vocab": target.vocab.to_json(), "history": history.to_json()}
+    save_entry(folder, target.net.state_dict(), record)
+    return {"kind": kind, "seed": target.seed, "config": target.config.to_json(), **meta}
+
+
 def load_entry(folder: Path, device: str) -> tuple[dict[str, torch.Tensor], dict]:
     """Read an entry written by :func:`save_entry`; :class:`CorruptEntryError` if it is damaged."""
     from safetensors.torch import load_file
