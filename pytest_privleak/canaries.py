@@ -238,6 +238,18 @@ def _insert(items: tuple[Utterance, ...], extra: list[Utterance], rng: random.Ra
     return tuple(next(extras) if i in slots else next(originals) for i in range(total))
 
 
+def as_canary_list(canaries: "Canary | Sequence[Canary]") -> list[Canary]:
+    """One canary or a sequence of them as a non-empty list; a clear error for anything else."""
+    items = [canaries] if isinstance(canaries, Canary) else list(canaries)
+    if not items:
+        raise ValueError("no canaries given; fix: pass a Canary or a non-empty sequence of them")
+    for i, item in enumerate(items):
+        if not isinstance(item, Canary):
+            raise TypeError(f"canaries[{i}] is {type(item).__name__}; build it with "
+                            "pytest_privleak.canaries.canary(...)")
+    return items
+
+
 def inject_canaries(dataset: NLUDataset, canaries: Canary | Sequence[Canary], repeats: int = 100,
                     seed: int = 0) -> NLUDataset:
     """A new dataset with ``repeats`` copies of each canary, split 9:1 between train and valid (Appendix A).
@@ -247,12 +259,7 @@ def inject_canaries(dataset: NLUDataset, canaries: Canary | Sequence[Canary], re
     """
     if not isinstance(dataset, NLUDataset):
         raise TypeError(f"dataset must be an NLUDataset, got {type(dataset).__name__}")
-    items = [canaries] if isinstance(canaries, Canary) else list(canaries)
-    if not items:
-        raise ValueError("no canaries given; fix: pass a Canary or a non-empty sequence of them")
-    for i, item in enumerate(items):
-        if not isinstance(item, Canary):
-            raise TypeError(f"canaries[{i}] is {type(item).__name__}; build it with canary(...)")
+    items = as_canary_list(canaries)
     n_train, n_valid = split_repeats(repeats)
     rng = random.Random(f"inject:{seed}")
     train = _insert(dataset.train, [c.utterance for c in items for _ in range(n_train)], rng)

@@ -245,18 +245,6 @@ class ExtractionReport:
         return [" ".join(r) for r in self.reconstructed]
 
 
-def _as_list(canaries: "Canary | Sequence[Canary]") -> list["Canary"]:
-    from ..canaries import Canary
-
-    items = [canaries] if isinstance(canaries, Canary) else list(canaries)
-    if not items:
-        raise ValueError("no canaries given; fix: pass a Canary or a non-empty sequence of them")
-    for i, item in enumerate(items):
-        if not isinstance(item, Canary):
-            raise TypeError(f"canaries[{i}] is {type(item).__name__}; build it with pytest_privleak.canaries.canary(...)")
-    return items
-
-
 def _as_targets(targets: Any, count: int) -> list[Any]:
     if isinstance(targets, (list, tuple)):
         if len(targets) != count:
@@ -296,7 +284,9 @@ def extract(targets: "SoftInputModel | Sequence[SoftInputModel]", canaries: "Can
         raise ValueError(f"trials must be an integer >= 1, got {trials!r}")
     config = CEAConfig(epochs=epochs, lr=lr, lr_decay=lr_decay, temperature0=temperature0,
                        temperature_decay=temperature_decay, init_scale=init_scale, starts=starts, select=select)
-    items = _as_list(canaries)
+    from ..canaries import as_canary_list
+
+    items = as_canary_list(canaries)
     models = _as_targets(targets, len(items))
     began = time.perf_counter()
     if method == "exhaustive":
