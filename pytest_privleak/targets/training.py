@@ -9,8 +9,10 @@
   on CPU.
 * :func:`cached` trains once per content hash (kind, dataset, config, seed,
   device type, :data:`CODE_VERSION`) through :class:`~pytest_privleak.cache.TargetCache`:
-  weights as safetensors, everything else as JSON, never a pickle; an entry
-  that cannot be read is deleted under the cache lock and rebuilt.
+  weights as safetensors, everything else as JSON, never a pickle. An entry
+  is loaded only when its files match the digests recorded when it was built,
+  its record names its key, and its weights are finite; any other entry is
+  never attacked (the cache discards and retrains it, with a warning).
 """
 from __future__ import annotations
 
@@ -29,6 +31,8 @@ from typing import Any, TypeVar
 
 import torch
 from torch import nn
+
+from ..cache_manifest import CacheEntryError
 
 #: Bump whenever a change to target or training code changes trained weights;
 #: it is part of every cache key, so stale entries are never reused.
@@ -248,8 +252,9 @@ def _mean_loss(model: nn.Module, loss_fn, batches: list) -> float:
 
 # --------------------------------------------------------------------------- cache
 
-class CorruptEntryError(RuntimeError):
-    """A cache entry exists but cannot be loaded (missing or damaged file)."""
+class CorruptEntryError(CacheEntryError):
+    """A cache entry exists but cannot be loaded: a missing or damaged file, a record for another key, or
+    weights that are NaN or infinite. The cache discards it and retrains (or raises, per ``on_mismatch``)."""
 
 
 def cache_key(kind: str, dataset, config, seed: int, device: str) -> str:
@@ -265,10 +270,20 @@ def cache_key(kind: str, dataset, config, seed: int, device: str) -> str:
 
 
 def save_entry(folder: Path, state_dict: dict[str, torch.Tensor], record: dict) -> None:
-    """Write ``model.safetensors`` (weights) and ``target.json`` (everything needed to rebuild)."""
+    """Write ``model.safetensors`` (weights) and ``target.json`` (everything needed to rebuild).
+
+    Refuses weights holding NaN or inf (:class:`~pytest_privleak.finite.NonFiniteError`):
+    a diverged training must fail where it happened, not be cached and attacked.
+    """
     from safetensors.torch import save_file
 
+    from ..finite import require_finite
+
     tensors = {k: v.detach().to("cpu").contiguous() for k, v in state_dict.items()}
+    for name, tensor in tensors.items():
+        require_finite(tensor, what=f"the trained weights {name!r} of {record.get('kind', 'the target')} "
+                                    f"{str(record.get('content_hash', ''))[:12]}",
+                       fix="training diverged; lower lr, set grad_clip, or check the data for extreme values")
     save_file(tensors, str(folder / WEIGHTS_FILE))
     (folder / TARGET_FILE).write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
 
@@ -286,45 +301,51 @@ def save_target(folder: Path, kind: str, target, history: "TrainingHistory", **m
 
 
 def load_entry(folder: Path, device: str) -> tuple[dict[str, torch.Tensor], dict]:
-    """Read an entry written by :func:`save_entry`; :class:`CorruptEntryError` if it is damaged."""
+    """Read an entry written by :func:`save_entry`; :class:`CorruptEntryError` if it cannot be trusted.
+
+    The cache has already checked every file's sha256 against the manifest
+    (:mod:`pytest_privleak.cache_manifest`); this checks what the files say:
+    the record is for this entry's key (the folder name) and code version,
+    and no weight is NaN or infinite.
+    """
     from safetensors.torch import load_file
+
+    from ..finite import NonFiniteError, require_finite
 
     try:
         record = json.loads((folder / TARGET_FILE).read_text(encoding="utf-8"))
         tensors = load_file(str(folder / WEIGHTS_FILE), device=str(torch.device(device)))
     except Exception as exc:  # missing file, bad JSON, truncated safetensors header ...
         raise CorruptEntryError(f"cache entry {folder} is unreadable: {exc}") from exc
+    if not isinstance(record, dict):
+        raise CorruptEntryError(f"cache entry {folder}: {TARGET_FILE} holds a {type(record).__name__}, not an object")
+    if record.get("content_hash") != folder.name:
+        raise CorruptEntryError(f"cache entry {folder}: {TARGET_FILE} records content hash "
+                                f"{record.get('content_hash')!r}, not the entry's key {folder.name!r}")
+    if record.get("code_version") != CODE_VERSION:
+        raise CorruptEntryError(f"cache entry {folder}: {TARGET_FILE} records code version "
+                                f"{record.get('code_version')!r}, not {CODE_VERSION}")
+    try:
+        for name, tensor in tensors.items():
+            require_finite(tensor, what=f"cache entry {folder}: weight {name!r}",
+                           fix="the entry was damaged or edited after it was written; it is discarded and retrained")
+    except NonFiniteError as exc:
+        raise CorruptEntryError(str(exc)) from exc
     return tensors, record
 
 
 def cached(cache, key: str, build: Callable[[], T], save: Callable[[T, Path], dict],
            load: Callable[[Path], T]) -> tuple[T, bool]:
-    """``cache.get_or_build`` that deletes an unreadable entry (under the lock) and rebuilds it.
+    """``cache.get_or_build``, or just ``build()`` when ``cache`` is None.
 
-    ``cache=None`` builds without caching. ``load`` must raise
-    :class:`CorruptEntryError` for a damaged entry.
+    The cache verifies an entry before ``load`` runs and treats a
+    :class:`CorruptEntryError` from ``load`` like a digest mismatch: the entry
+    is never used; it is discarded with a warning and retrained (or an error is
+    raised, per ``TargetCache(on_mismatch=...)``).
     """
     if cache is None:
         return build(), False
-
-    def load_or_discard(folder: Path) -> T:
-        try:
-            return load(folder)
-        except CorruptEntryError as exc:
-            logger.warning("%s; deleting it and retraining", exc)
-            print(f"[privleak] {exc}; deleting it and retraining", file=sys.stderr, flush=True)
-            import shutil
-
-            shutil.rmtree(folder, ignore_errors=True)  # we hold the entry's lock here
-            raise
-
-    for _ in range(2):
-        try:
-            return cache.get_or_build(key, build, save, load_or_discard)
-        except CorruptEntryError:
-            continue
-    raise CorruptEntryError(f"cache entry {cache.entry(key)} stayed unreadable after a rebuild; "
-                            f"delete {cache.root} and rerun")
+    return cache.get_or_build(key, build, save, load)
 
 
 def train_or_load(kind: str, config_cls: type, config: dict, dataset, *, device: str, cache, seed: int,

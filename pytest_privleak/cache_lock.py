@@ -1,0 +1,171 @@
+"""The cross-process lock of one cache entry: a timeout, a named holder, and a message while waiting.
+
+The lock is an OS file lock (``filelock``: ``flock`` on Unix, ``msvcrt`` on
+Windows). The kernel releases it when its holder exits, however it exits, so
+a killed worker never leaves a lock behind; only a holder that is still
+running (hung, stopped, or training something long) can block the others.
+To make that visible, the holder writes ``<key>.lock.holder.json`` (PID, host,
+start time, command line) next to the lock file; a waiter prints one line
+every ``message_every`` seconds naming that holder and how long it has held
+the lock, and gives up after ``timeout`` seconds with :class:`CacheLockTimeout`
+naming the holder and the fix.
+
+Never delete a ``.lock`` file to "break" a lock: waiters that opened the old
+file and waiters that create a new one would then hold two locks at once.
+Stop the holder instead; its lock goes with it.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from .atomic import write_text_atomic
+
+logger = logging.getLogger("pytest_privleak.cache")
+
+#: Default wait for an entry's lock: long enough for another worker to train a CI-sized target.
+DEFAULT_LOCK_TIMEOUT = 30 * 60.0
+#: Default interval between "still waiting" lines.
+DEFAULT_MESSAGE_EVERY = 30.0
+
+
+class CacheLockTimeout(TimeoutError):
+    """Waiting for a cache entry's lock took longer than the cache's ``lock_timeout``."""
+
+
+def check_seconds(name: str, value, *, allow_none: bool) -> float | None:
+    """``value`` as a float of seconds > 0 (or None when allowed), else ``ValueError`` naming ``name``."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        also = " or None to wait without limit" if allow_none else ""
+        raise ValueError(f"{name}={value!r} must be a finite number of seconds > 0{also}")
+    return float(value)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this PID runs on this host (a recycled PID reads as alive)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return True
+    return True
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who holds an entry's lock, as its holder recorded it."""
+
+    pid: int
+    host: str
+    since: float
+    command: str
+
+    @classmethod
+    def mine(cls) -> "Holder":
+        return cls(os.getpid(), socket.gethostname(), time.time(), " ".join(sys.argv)[:200])
+
+    @classmethod
+    def read(cls, path: Path) -> "Holder | None":
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return cls(int(data["pid"]), str(data["host"]), float(data["since"]), str(data.get("command", "")))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def write(self, path: Path) -> None:
+        write_text_atomic(path, json.dumps({"pid": self.pid, "host": self.host, "since": self.since,
+                                            "command": self.command}))
+
+    @property
+    def on_this_host(self) -> bool:
+        return self.host == socket.gethostname()
+
+    def describe(self) -> str:
+        started = time.strftime("%H:%M:%S UTC", time.gmtime(self.since))
+        where = "this host" if self.on_this_host else f"host {self.host}"
+        state = "" if not self.on_this_host or pid_alive(self.pid) else ", which is no longer running"
+        return (f"PID {self.pid} on {where}{state}, holding it since {started} "
+                f"({time.time() - self.since:.0f} s), command {self.command!r}")
+
+    def remedy(self, lock_path: Path) -> str:
+        if self.on_this_host and not pid_alive(self.pid):
+            return (f"the recorded holder PID {self.pid} has exited (the kernel freed its lock), so the lock is held "
+                    f"by a process that did not record itself (a worker running an older pytest-privleak, or one "
+                    f"that took the lock a moment ago): find it with `fuser {lock_path}`")
+        where = "" if self.on_this_host else f" on host {self.host}"
+        return (f"if PID {self.pid}{where} is hung or stopped, end it (`kill {self.pid}`); the lock is released "
+                f"when its holder exits")
+
+
+def _holder_text(holder_path: Path) -> str:
+    holder = Holder.read(holder_path)
+    return holder.describe() if holder else "a process that has not recorded itself (it may have just started)"
+
+
+def _remedy(holder_path: Path, lock_path: Path) -> str:
+    holder = Holder.read(holder_path)
+    if holder is None:
+        return f"find the holder with `fuser {lock_path}` and stop it if it is hung"
+    return holder.remedy(lock_path)
+
+
+def _notify(line: str) -> None:
+    logger.warning(line)
+    print(line, file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def hold_lock(lock_path: Path, *, timeout: float | None = DEFAULT_LOCK_TIMEOUT,
+              message_every: float = DEFAULT_MESSAGE_EVERY, what: str = "a cache entry") -> Iterator[None]:
+    """Hold the file lock at ``lock_path`` for the block, recording this process as its holder.
+
+    While waiting, prints a line every ``message_every`` seconds naming the
+    holder; after ``timeout`` seconds (None: never) raises :class:`CacheLockTimeout`.
+    ``OSError`` from creating the lock file propagates for the caller to explain.
+    """
+    holder_path = lock_path.with_name(lock_path.name + ".holder.json")
+    lock = FileLock(str(lock_path))
+    start = time.monotonic()
+    while True:
+        waited = time.monotonic() - start
+        step = message_every if timeout is None else min(message_every, max(timeout - waited, 0.0))
+        try:
+            lock.acquire(timeout=step, poll_interval=0.05)
+            break
+        except Timeout:
+            waited = time.monotonic() - start
+            if timeout is not None and waited >= timeout:
+                raise CacheLockTimeout(
+                    f"gave up after {waited:.0f} s waiting for the lock of {what} ({lock_path}): it is held by "
+                    f"{_holder_text(holder_path)}. Fix: {_remedy(holder_path, lock_path)}; if that process is "
+                    "just training a large target, wait for it or raise TargetCache(lock_timeout=...). Do not "
+                    "delete the .lock file: waiters would then hold two locks at once.") from None
+            _notify(f"[privleak] waiting {waited:.0f} s for the lock of {what} ({lock_path}), held by "
+                    f"{_holder_text(holder_path)}")
+    try:
+        with contextlib.suppress(OSError):   # the record is for humans; a lock without it still excludes
+            Holder.mine().write(holder_path)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            if (Holder.read(holder_path) or Holder(-1, "", 0, "")).pid == os.getpid():
+                holder_path.unlink()
+        lock.release()
