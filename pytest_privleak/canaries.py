@@ -19,6 +19,8 @@ Chance baselines (§4.3): accuracy ``(1/|V0|)^n``, HDT ``1 - 1/|V0|``.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -250,12 +252,40 @@ def as_canary_list(canaries: "Canary | Sequence[Canary]") -> list[Canary]:
     return items
 
 
+@dataclass(frozen=True)
+class InjectedDataset(NLUDataset):
+    """An :class:`NLUDataset` that remembers the canary patterns injected into it.
+
+    ``canary_tokens`` are the prefix and V0 tokens of every injected pattern
+    (sorted): the built-in targets add them to their vocabulary, so every
+    secret the attack may guess has a row even when the corpus never says it
+    (canary-extraction-nlu §3.1 optimises over all of V0). They shape the
+    trained model, so they are part of :meth:`content_hash`.
+    """
+
+    canary_tokens: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "canary_tokens", tuple(sorted(set(self.canary_tokens))))
+
+    def content_hash(self) -> str:
+        """sha256 hex of the splits' hash and ``canary_tokens``; equals the plain hash when there are none."""
+        plain = super().content_hash()
+        if not self.canary_tokens:
+            return plain
+        text = json.dumps({"splits": plain, "canary_tokens": list(self.canary_tokens)}, sort_keys=True)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def inject_canaries(dataset: NLUDataset, canaries: Canary | Sequence[Canary], repeats: int = 100,
-                    seed: int = 0) -> NLUDataset:
+                    seed: int = 0) -> InjectedDataset:
     """A new dataset with ``repeats`` copies of each canary, split 9:1 between train and valid (Appendix A).
 
     Copies land at positions drawn with ``seed``; the original utterances keep
-    their order and the test split is untouched.
+    their order and the test split is untouched. The result remembers each
+    canary's pattern tokens (:class:`InjectedDataset`), so a built-in target
+    trained on it has a vocabulary row for every candidate secret.
     """
     if not isinstance(dataset, NLUDataset):
         raise TypeError(f"dataset must be an NLUDataset, got {type(dataset).__name__}")
@@ -265,4 +295,7 @@ def inject_canaries(dataset: NLUDataset, canaries: Canary | Sequence[Canary], re
     train = _insert(dataset.train, [c.utterance for c in items for _ in range(n_train)], rng)
     valid = _insert(dataset.valid, [c.utterance for c in items for _ in range(n_valid)], rng)
     label = ",".join(f"{c.pattern.name}:{' '.join(c.secret)}" for c in items)
-    return dataset.replace(train=train, valid=valid, name=f"{dataset.name}+canaries[{label}]x{repeats}")
+    remembered = (*getattr(dataset, "canary_tokens", ()), *(t for c in items for t in (*c.pattern.prefix,
+                                                                                        *c.pattern.vocabulary)))
+    return InjectedDataset(train, valid, dataset.test, name=f"{dataset.name}+canaries[{label}]x{repeats}",
+                           canary_tokens=remembered)

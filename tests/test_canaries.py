@@ -130,3 +130,22 @@ def test_injection_rejects_bad_input(base):
         inject_canaries(base, ["my pin code is 1 2 3 4"])
     with pytest.raises(ValueError, match="repeats must be an integer >= 1"):
         inject_canaries(base, canary(), repeats=0)
+
+
+def test_injection_remembers_the_pattern_tokens_for_the_vocabulary(base):
+    """Issue 12: V0 tokens the corpus never says must reach the target's vocabulary; the dataset carries them."""
+    acct = custom_pattern("acct", ["account"], ["alpha", "beta", "gamma"], 2, "AcctIntent")
+    once = inject_canaries(base, canary(acct, secret=["beta", "gamma"]), repeats=10)
+    assert once.canary_tokens == ("account", "alpha", "beta", "gamma")
+    twice = inject_canaries(once, canary("pin", seed=0), repeats=10)
+    assert set(twice.canary_tokens) == {"account", "alpha", "beta", "gamma", "my", "pin", "code", "is",
+                                        *"0123456789"}
+    assert twice.replace(name="renamed").canary_tokens == twice.canary_tokens
+
+
+def test_remembered_tokens_are_part_of_the_content_hash(base):
+    """They change the trained model's vocabulary, so the cache must not mix the two datasets up."""
+    injected = inject_canaries(base, canary("pin", seed=0), repeats=10)
+    plain = type(base)(injected.train, injected.valid, injected.test, name=injected.name)
+    assert plain.train == injected.train and plain.content_hash() != injected.content_hash()
+    assert injected.replace(canary_tokens=()).content_hash() == plain.content_hash()

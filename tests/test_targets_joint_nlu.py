@@ -9,10 +9,16 @@ from pytest_privleak.data.synthetic import generate_snips_like
 from pytest_privleak.data.types import Utterance
 from pytest_privleak.protocols import SequenceScorer, SoftInputModel
 from pytest_privleak.targets import KINDS, train_target
-from pytest_privleak.targets.joint_nlu import JointNLUConfig, batch_loss, collate, encode_utterances
-from pytest_privleak.targets.vocab import OutOfVocabularyError
+from pytest_privleak.targets import training
+from pytest_privleak.targets.joint_nlu import (JointNLUConfig, JointNLUNet, batch_loss, char_width, collate,
+                                               encode_utterances)
+from pytest_privleak.targets.vocab import UNK_ID, OutOfVocabularyError
 
 TINY = dict(epochs=2, batch_size=16, embedding_dim=8, hidden_dim=8, char_dim=4, char_filters=6)
+#: Losses here are float32 sums near 10-40 (one float32 step there: 1-4e-6) computed in different orders
+#: (packed vs unpacked LSTM, other batch shapes); the CRF NLL is a difference of log-partitions near 50,
+#: so a few steps of those can remain in absolute terms: about 10 steps relative plus 5 steps at 50.
+LOSS_TOL = dict(rtol=1e-5, atol=2e-5)
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +63,8 @@ def test_loss_from_one_hot_embeddings_equals_the_training_loss(model, pin, data)
     soft = model.loss_from_embeddings(W[ids], [u.intent for u in same_length], [u.tags for u in same_length])
     own = batch_loss(model.net, collate(encode_utterances(model.vocab, same_length), model.device))
     assert soft.shape == (len(same_length),)
-    torch.testing.assert_close(soft, own, rtol=0, atol=1e-6)
-    np.testing.assert_allclose(model.score(same_length), own.numpy(), rtol=0, atol=1e-6)
+    torch.testing.assert_close(soft, own, **LOSS_TOL)
+    np.testing.assert_allclose(model.score(same_length), own.numpy(), **LOSS_TOL)
 
 
 def test_loss_from_embeddings_is_differentiable_wrt_inputs_only(model, pin):
@@ -94,7 +100,7 @@ def test_score_token_ids_matches_score_of_the_same_utterances(model, pin):
     fast = model.score_token_ids(ids, pin.intent, pin.tags)
     utterances = [Utterance([model.vocabulary[i] for i in row], pin.tags, pin.intent) for row in ids.tolist()]
     assert fast.shape == (100,)
-    np.testing.assert_allclose(fast.numpy(), model.score(utterances), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(fast.numpy(), model.score(utterances), **LOSS_TOL)
 
 
 def test_score_pads_mixed_lengths_without_changing_any_loss(model, data):
@@ -102,15 +108,16 @@ def test_score_pads_mixed_lengths_without_changing_any_loss(model, data):
     utterances = list(data.test[:12])
     assert len({len(u.tokens) for u in utterances}) > 1
     alone = np.array([model.score([u])[0] for u in utterances])
-    np.testing.assert_allclose(model.score(utterances), alone, rtol=0, atol=1e-5)
-    padded = batch_loss(model.net, collate(encode_utterances(model.vocab, utterances), model.device))
-    np.testing.assert_allclose(padded.numpy(), alone, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(model.score(utterances), alone, **LOSS_TOL)
+    encoded = encode_utterances(model.vocab, utterances, char_width(model.config))
+    padded = batch_loss(model.net, collate(encoded, model.device))
+    np.testing.assert_allclose(padded.numpy(), alone, **LOSS_TOL)
 
 
 def test_score_maps_unknown_tokens_to_unk_but_token_ids_is_strict(model):
     utterance = Utterance(("play", "zzzunseen"), ("O", "O"), "PlayMusic")
     assert np.isfinite(model.score([utterance])).all()
-    with pytest.raises(OutOfVocabularyError, match="'zzzunseen'.*inject the canary"):
+    with pytest.raises(OutOfVocabularyError, match=r"'zzzunseen'.*extra_tokens=\['zzzunseen'"):
         model.token_ids(utterance.tokens)
     assert model.token_ids(utterance.tokens, strict=False)[1] == 1
 
@@ -178,3 +185,50 @@ def test_early_stopping_needs_a_validation_split():
     data = generate_snips_like(n_train=20, n_valid=0, n_test=0)
     with pytest.raises(ValueError, match="needs a validation split"):
         train_target("joint-bilstm-crf", data, progress=False, early_stopping=True, **TINY)
+
+
+def test_unseen_words_get_the_character_features_of_their_own_letters(model):
+    """Issue 12: with CE an unseen word got the character vector of '<unk>', not of its letters (§6, CE)."""
+    a = Utterance(("play", "zzzunseen"), ("O", "O"), "PlayMusic")
+    b = Utterance(("play", "qqqother"), ("O", "O"), "PlayMusic")
+    chars = encode_utterances(model.vocab, [a, b], char_width(model.config))
+    batch = collate(chars, model.device)
+    x = model.net.embed(batch.ids, batch.chars)
+    assert torch.equal(x[0, 1, :TINY["embedding_dim"]], x[1, 1, :TINY["embedding_dim"]])  # both read <unk>
+    score_a, score_b = model.score([a, b])
+    if model.config.char_embeddings:
+        assert not torch.equal(x[0, 1], x[1, 1]) and score_a != score_b
+    else:
+        assert score_a == score_b
+
+
+def test_vocabulary_words_read_their_own_letters_through_W(model, pin):
+    """SoftInputModel rows (word vector + CNN of the word's own characters) equal what scoring reads."""
+    batch = collate(encode_utterances(model.vocab, [pin.utterance], char_width(model.config)), model.device)
+    assert torch.equal(model.net.embed(batch.ids, batch.chars), model.input_embeddings()[batch.ids])
+
+
+def test_a_v0_token_the_corpus_never_says_is_attackable():
+    """Issue 12: generate_snips_like(n_train=200) never says '7'; the pin's V0 must still have a row."""
+    from pytest_privleak.attacks.cea import extract
+
+    base = generate_snips_like(n_train=200, n_valid=20, n_test=10, seed=0)
+    assert "7" not in base.vocabulary
+    pin = canary("pin", secret="1 2 3 4")
+    model = train_target("joint-bilstm-crf", inject_canaries(base, pin, repeats=10), seed=0, progress=False,
+                         **TINY)
+    report = extract(model, pin, method="exhaustive")
+    assert report.space_sizes == (10 ** 4,) and 1 <= report.ranks[0] <= 10 ** 4
+    seven = model.token_ids(["7"])[0]
+    W = model.input_embeddings()
+    assert torch.equal(W[seven], W[UNK_ID])           # never trained: the network reads <unk> for it
+
+
+@pytest.mark.parametrize("singleton_unk, moves", [(0.5, True), (0.0, False)])
+def test_the_unk_row_is_trained_by_singleton_replacement(data, singleton_unk, moves):
+    """Issue 12: with every training token in the vocabulary the <unk> row stayed at its initial value."""
+    config = dict(TINY, singleton_unk=singleton_unk)
+    model = train_target("joint-bilstm-crf", data, seed=0, progress=False, **config)
+    with training.seeded(0):
+        initial = JointNLUNet(model.vocab, JointNLUConfig(**config)).word_embedding.weight[UNK_ID]
+    assert torch.equal(model.net.word_embedding.weight[UNK_ID], initial) is not moves

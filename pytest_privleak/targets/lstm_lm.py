@@ -12,6 +12,13 @@ Each utterance is modelled as ``<s> x_1 .. x_n </s>``; the boundary token is
 one extra row after the shared :class:`~.vocab.Vocabulary` ids.  Training is
 the shared seeded loop (:func:`.training.fit`) with the per-utterance summed
 cross-entropy, so the score is exactly the training loss (in bits).
+
+Vocabulary (:mod:`.vocab`): training tokens plus every built-in canary
+pattern's tokens, those of patterns injected with ``inject_canaries`` and
+``extra_tokens``; tokens the training split never has read (and are predicted
+as) ``<unk>``. During training a token seen once is fed as ``<unk>`` with
+probability ``singleton_unk`` (:mod:`.unk_training`; its prediction target
+stays the word), so the ``<unk>`` input row is trained.
 """
 from __future__ import annotations
 
@@ -27,7 +34,9 @@ from torch import nn
 
 from . import training
 from .base import TrainedTarget
-from .vocab import PAD_ID, Vocabulary
+from .unk_training import (DEFAULT_SINGLETON_UNK, check_singleton_unk, replace_singletons, singleton_mask,
+                           tie_untrained_rows)
+from .vocab import PAD_ID, Vocabulary, check_extra_tokens
 
 KIND = "lstm-lm"
 LN2 = math.log(2.0)
@@ -47,8 +56,12 @@ class LSTMLMConfig:
     early_stopping: bool = False     # defence: stop on the validation loss
     patience: int = 3
     grad_clip: float = 5.0
+    extra_tokens: tuple[str, ...] = ()   # tokens the vocabulary must hold besides training and canary tokens
+    singleton_unk: float = DEFAULT_SINGLETON_UNK  # a token seen once is fed as <unk> with this probability
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "extra_tokens", check_extra_tokens(self.extra_tokens))
+        check_singleton_unk(self.singleton_unk)
         training.check_training_config(
             self, ("epochs", "batch_size", "embedding_dim", "hidden_dim", "num_layers", "patience"))
 
@@ -68,11 +81,14 @@ class LSTMLMNet(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
         self.output = nn.Linear(config.hidden_dim, vocab_size + 1)
 
-    def nll(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """Summed negative log-likelihood (nats) ``[B]`` of ``<s> ids </s>``; ``ids`` padded with ``PAD_ID``."""
+    def nll(self, ids: torch.Tensor, lengths: torch.Tensor, input_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Summed negative log-likelihood (nats) ``[B]`` of ``<s> ids </s>``; ``ids`` padded with ``PAD_ID``.
+
+        ``input_ids`` (same shape) are fed instead of ``ids`` when given (singleton replacement).
+        """
         batch, width = ids.shape
         bos = torch.full((batch, 1), self.boundary, dtype=torch.long, device=ids.device)
-        inputs = torch.cat([bos, ids], dim=1)                                  # [B, L+1]
+        inputs = torch.cat([bos, ids if input_ids is None else input_ids], dim=1)   # [B, L+1]
         targets = torch.cat([ids, torch.full_like(bos, PAD_ID)], dim=1)
         targets.scatter_(1, lengths.unsqueeze(1).to(ids.device), self.boundary)  # </s> after the last token
         hidden, _ = self.lstm(self.dropout(self.embedding(inputs)))
@@ -106,6 +122,7 @@ class LSTMLanguageModel(TrainedTarget):
                          loaded_from_cache=loaded_from_cache)
         self.history = history
         self.score_chunk = score_chunk
+        self._read_ids = torch.tensor(vocab.read_ids, dtype=torch.long, device=self.device)
 
     @torch.no_grad()
     def score_token_ids(self, ids: torch.Tensor, intent: str | None = None,
@@ -113,7 +130,7 @@ class LSTMLanguageModel(TrainedTarget):
         """Log-perplexity in bits ``[B]`` of same-length rows ``ids [B, L]`` (intent and tags are ignored)."""
         if ids.dim() != 2:
             raise ValueError(f"ids must be [B, L], got {list(ids.shape)}")
-        ids = ids.to(self.device)
+        ids = self._read_ids[ids.to(self.device)]   # untrained tokens read (and are predicted as) <unk>
         lengths = torch.full((ids.shape[0],), ids.shape[1], dtype=torch.long, device=self.device)
         out = [self.net.nll(ids[s:s + self.score_chunk], lengths[s:s + self.score_chunk])
                for s in range(0, ids.shape[0], self.score_chunk)]
@@ -151,16 +168,25 @@ def _load(folder: Path, device: torch.device) -> LSTMLanguageModel:
 def build(dataset, config: LSTMLMConfig, *, device: torch.device, seed: int, content_hash: str,
           progress: bool = True) -> LSTMLanguageModel:
     """Train a fresh model on ``device`` (no cache)."""
-    vocab = Vocabulary.from_dataset(dataset)
+    vocab = Vocabulary.from_dataset(dataset, config.extra_tokens)
     train_items = [vocab.token_ids(u.tokens) for u in dataset.train]
     valid_items = [vocab.token_ids(u.tokens) for u in dataset.valid]
+    singletons = singleton_mask(vocab, dataset.train, device)
+
+    def training_loss(net: LSTMLMNet, batch) -> torch.Tensor:
+        ids, lengths = batch
+        if not net.training:
+            return net.nll(ids, lengths)
+        return net.nll(ids, lengths, replace_singletons(ids, singletons, config.singleton_unk))
+
     with training.seeded(seed, device):
         net = LSTMLMNet(len(vocab.tokens), config).to(device)
         history = training.fit(
-            net, _batch_loss, train_items, valid_items, lambda items: _collate(items, device),
+            net, training_loss, train_items, valid_items, lambda items: _collate(items, device),
             epochs=config.epochs, batch_size=config.batch_size, lr=config.lr, seed=seed,
             early_stopping=config.early_stopping, patience=config.patience, grad_clip=config.grad_clip or None,
             name=f"{KIND} {content_hash[:8]}", progress=progress)
+        tie_untrained_rows(net.embedding.weight, vocab)
     return LSTMLanguageModel(net, vocab, config, seed=seed, history=history, content_hash=content_hash)
 
 

@@ -7,6 +7,11 @@ are CPU-small.  The tagger is a :class:`~pytest_privleak.protocols.TokenScorer`:
 ``Pr[y_t = k | x]``.  pytorch-crf has no marginals, so :func:`crf_log_marginals`
 runs the forward-backward recursions in log space, batched over sentences,
 on the CRF's own parameters.
+
+Vocabulary and ``<unk>`` as in the joint target (:mod:`.vocab`,
+:mod:`.unk_training`): reserved canary tokens and ``extra_tokens`` are
+held, and a token seen once in training reads ``<unk>`` with probability
+``singleton_unk`` (0.5, Lample et al. 2016, a BiLSTM-CRF tagger like this one).
 """
 from __future__ import annotations
 
@@ -23,7 +28,9 @@ from torchcrf import CRF
 
 from . import training
 from .base import TrainedTarget
-from .vocab import PAD_ID, Vocabulary
+from .unk_training import (DEFAULT_SINGLETON_UNK, check_singleton_unk, replace_singletons, singleton_mask,
+                           tie_untrained_rows)
+from .vocab import PAD_ID, Vocabulary, check_extra_tokens
 
 KIND = "ner-bilstm-crf"
 
@@ -68,8 +75,12 @@ class NERTaggerConfig:
     early_stopping: bool = False
     patience: int = 5
     grad_clip: float = 5.0
+    extra_tokens: tuple[str, ...] = ()   # tokens the vocabulary must hold besides training and canary tokens
+    singleton_unk: float = DEFAULT_SINGLETON_UNK  # Lample et al. 2016: a singleton reads <unk> half the time
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "extra_tokens", check_extra_tokens(self.extra_tokens))
+        check_singleton_unk(self.singleton_unk)
         training.check_training_config(
             self, ("epochs", "batch_size", "embedding_dim", "hidden_dim", "patience"), dropout_hint=" (paper: 0.5)")
 
@@ -175,15 +186,24 @@ def _load(folder: Path, device: torch.device) -> NERTagger:
 def build(dataset, config: NERTaggerConfig, *, device: torch.device, seed: int, content_hash: str,
           progress: bool = True) -> NERTagger:
     """Train a fresh tagger on ``device`` (no cache)."""
-    vocab = Vocabulary.from_dataset(dataset)
+    vocab = Vocabulary.from_dataset(dataset, config.extra_tokens)
     encode = lambda items: [(vocab.token_ids(u.tokens), vocab.tag_ids(u.tags)) for u in items]  # noqa: E731
+    singletons = singleton_mask(vocab, dataset.train, device)
+
+    def training_loss(net: NERTaggerNet, batch) -> torch.Tensor:
+        ids, tags, mask, lengths = batch
+        if net.training:
+            ids = replace_singletons(ids, singletons, config.singleton_unk)
+        return net.nll(ids, tags, mask, lengths)
+
     with training.seeded(seed, device):
         net = NERTaggerNet(vocab, config).to(device)
         history = training.fit(
-            net, _batch_loss, encode(dataset.train), encode(dataset.valid), lambda items: _collate(items, device),
+            net, training_loss, encode(dataset.train), encode(dataset.valid), lambda items: _collate(items, device),
             epochs=config.epochs, batch_size=config.batch_size, lr=config.lr, seed=seed,
             early_stopping=config.early_stopping, patience=config.patience, grad_clip=config.grad_clip or None,
             name=f"{KIND} {content_hash[:8]}", progress=progress)
+        tie_untrained_rows(net.embedding.weight, vocab)
     return NERTagger(net, vocab, config, seed=seed, history=history, content_hash=content_hash)
 
 
