@@ -1,0 +1,188 @@
+"""transformers causal and masked language models as ``SequenceScorer`` (protocols.py), for exposure.
+
+- Causal LM: the score is the log-perplexity of the utterance in bits,
+  ``-sum_t log2 Pr(x_t | x_<t)`` over its pieces, the Secret Sharer's
+  measure (quoted as eq. 1 of d-exposure-discriminative §2). When the
+  tokenizer adds no beginning-of-sequence token and one is known, it is put
+  in front so that the first piece is scored too.
+- Masked LM: the pseudo-log-likelihood (Salazar et al., "Masked Language
+  Model Scoring", 2020), ``-sum_t log2 Pr(x_t | x_\\t)`` with ``x_t`` masked, one
+  copy of the utterance per scored piece; special tokens are never masked.
+  All copies of a batch go through the model together, ``batch_size`` rows
+  per forward pass.
+
+Utterances are scored as their text (tokens joined by single spaces), so a
+multi-piece word is scored piece by piece. Lower means more likely, as the
+exposure metric needs. Scores are computed under ``torch.no_grad`` on the
+model's device, in float32 from the model's logits whatever dtype it was
+loaded in.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..finite import require_finite
+
+LN2 = math.log(2.0)
+_FIX_NAN = ("check the model's weights for NaN/inf (a diverged fine-tune), or load it in float32 or bfloat16 "
+            "instead of float16")
+
+
+def _is(model: Any, family: str, suffixes: tuple[str, ...]) -> bool:
+    from transformers.models.auto import modeling_auto
+
+    names = getattr(modeling_auto, f"MODEL_FOR_{family}_MAPPING_NAMES", {})
+    known = {n for v in names.values() for n in ((v,) if isinstance(v, str) else v)}
+    return type(model).__name__ in known or type(model).__name__.endswith(suffixes)
+
+
+def is_causal_lm(model: Any) -> bool:
+    return _is(model, "CAUSAL_LM", ("ForCausalLM", "LMHeadModel"))
+
+
+def is_masked_lm(model: Any) -> bool:
+    return _is(model, "MASKED_LM", ("ForMaskedLM",))
+
+
+def _texts(utterances: Sequence[Any]) -> list[str]:
+    texts = []
+    for i, u in enumerate(utterances):
+        tokens = getattr(u, "tokens", None)
+        if tokens is None:
+            raise TypeError(f"utterances[{i}] is {type(u).__name__}, expected an Utterance (or anything with .tokens)")
+        texts.append(" ".join(tokens))
+    return texts
+
+
+class _LMScorer:
+    """Shared set-up of the two language-model scorers."""
+
+    kind = ""
+
+    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int) -> None:
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"model must be a loaded transformers model (torch.nn.Module), got {type(model).__name__}")
+        if not callable(tokenizer) or not hasattr(tokenizer, "convert_ids_to_tokens"):
+            raise TypeError(f"tokenizer must be a transformers tokenizer, got {type(tokenizer).__name__}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        pad = tokenizer.pad_token_id
+        self.pad_id = pad if pad is not None else (tokenizer.eos_token_id if tokenizer.eos_token_id is not None else 0)
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.get_input_embeddings().weight.device
+
+    def describe(self) -> dict[str, Any]:
+        return {"adapter": self.kind, "model": type(self.model).__name__, "device": str(self.device),
+                "dtype": str(self.model.get_input_embeddings().weight.dtype).replace("torch.", "")}
+
+    def _encode(self, utterances: Sequence[Any]) -> list[list[int]]:
+        return [list(r) for r in self.tokenizer(_texts(utterances), add_special_tokens=True)["input_ids"]]
+
+    def _padded(self, rows: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        width = max(len(r) for r in rows)
+        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, r in enumerate(rows):
+            ids[i, :len(r)] = torch.tensor(r, dtype=torch.long)
+            mask[i, :len(r)] = 1
+        return ids.to(self.device), mask.to(self.device)
+
+    def _check(self, values: torch.Tensor) -> torch.Tensor:
+        require_finite(values, what=f"the log-probabilities of {type(self.model).__name__} ({self.kind})",
+                       fix=_FIX_NAN)
+        return values
+
+
+class CausalLMScorer(_LMScorer):
+    """Log-perplexity in bits of each utterance under a causal LM (lower = more likely)."""
+
+    kind = "transformers-causal-lm"
+
+    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int = 64) -> None:
+        super().__init__(model, tokenizer, batch_size=batch_size)
+        bos = tokenizer.bos_token_id
+        if bos is None:
+            bos = getattr(model.config, "bos_token_id", None)
+        #: put in front of utterances that do not start with it, so their first piece is scored
+        self.bos_id: int | None = bos
+
+    def _rows(self, utterances: Sequence[Any]) -> list[list[int]]:
+        rows = self._encode(utterances)
+        if self.bos_id is not None:
+            rows = [r if r and r[0] == self.bos_id else [self.bos_id] + r for r in rows]
+        for i, r in enumerate(rows):
+            if len(r) < 2:
+                raise ValueError(f"utterances[{i}] has no piece to score after the first one (the model has no "
+                                 "beginning-of-sequence token to condition on); fix: set tokenizer.bos_token")
+        return rows
+
+    @torch.no_grad()
+    def score(self, utterances: Sequence[Any]) -> np.ndarray:
+        """``-sum_t log2 Pr(x_t | x_<t)`` per utterance, float64 ``[N]``."""
+        rows = self._rows(utterances)
+        out = np.empty(len(rows), dtype=np.float64)
+        order = np.argsort([len(r) for r in rows], kind="stable")
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start:start + self.batch_size]
+            ids, mask = self._padded([rows[i] for i in chunk])
+            logits = self.model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
+            logp = torch.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+            logp = self._check(logp.masked_fill(mask[:, 1:] == 0, 0.0))
+            out[chunk] = (-logp.sum(dim=1) / LN2).double().cpu().numpy()
+        return out
+
+
+class MaskedLMScorer(_LMScorer):
+    """Negative pseudo-log-likelihood in bits of each utterance under a masked LM (lower = more likely)."""
+
+    kind = "transformers-masked-lm"
+
+    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int = 256) -> None:
+        super().__init__(model, tokenizer, batch_size=batch_size)
+        if tokenizer.mask_token_id is None:
+            raise ValueError(f"tokenizer {type(tokenizer).__name__} has no mask token, so pseudo-log-likelihood "
+                             "cannot mask pieces; fix: pass the masked LM's own tokenizer")
+        self.mask_id: int = tokenizer.mask_token_id
+        self._special = torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long)
+
+    @torch.no_grad()
+    def score(self, utterances: Sequence[Any]) -> np.ndarray:
+        """``-sum_t log2 Pr(x_t | x_\\t)`` per utterance (each piece masked in its own copy), float64 ``[N]``."""
+        rows = self._encode(utterances)
+        ids, mask = self._padded(rows)
+        scored = (mask == 1) & ~torch.isin(ids, self._special.to(ids.device))
+        utt, pos = scored.nonzero(as_tuple=True)              # one masked copy per scored piece
+        totals = torch.zeros(len(rows), dtype=torch.float64, device=ids.device)
+        for start in range(0, utt.shape[0], self.batch_size):
+            u, p = utt[start:start + self.batch_size], pos[start:start + self.batch_size]
+            copies = ids[u].clone()
+            truth = copies[torch.arange(u.shape[0], device=ids.device), p]
+            copies[torch.arange(u.shape[0], device=ids.device), p] = self.mask_id
+            logits = self.model(input_ids=copies, attention_mask=mask[u]).logits
+            at = logits[torch.arange(u.shape[0], device=ids.device), p].float()
+            logp = self._check(torch.log_softmax(at, dim=-1).gather(-1, truth.unsqueeze(-1)).squeeze(-1))
+            totals.index_add_(0, u, -logp.double())
+        return (totals / LN2).cpu().numpy()
+
+
+def language_model_adapter(model: Any, tokenizer: Any, *, batch_size: int | None = None) -> CausalLMScorer | MaskedLMScorer:
+    """A ``SequenceScorer`` for a loaded ``AutoModelForCausalLM`` or ``AutoModelForMaskedLM``.
+
+    ``batch_size``: utterances (causal) or masked copies (masked) per forward pass.
+    """
+    if is_masked_lm(model):
+        return MaskedLMScorer(model, tokenizer, **({} if batch_size is None else {"batch_size": batch_size}))
+    if is_causal_lm(model):
+        return CausalLMScorer(model, tokenizer, **({} if batch_size is None else {"batch_size": batch_size}))
+    raise TypeError(f"{type(model).__name__} is neither a causal nor a masked language model; fix: load it with "
+                    "AutoModelForCausalLM or AutoModelForMaskedLM (a classifier goes to classifier_adapter)")
