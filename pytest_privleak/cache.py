@@ -209,6 +209,7 @@ class TargetCache:
                     return load(folder), True
                 except CacheEntryError as exc:
                     self._discard(folder, exc)
+            self.clean_stale_staging()
             obj = build()
             self._publish(key, obj, save)
             return obj, False
@@ -261,7 +262,8 @@ class TargetCache:
     # ------------------------------------------------------------------ housekeeping
 
     def open(self) -> None:
-        """Create the folder (once per cache object) and remove staging folders left by killed publishes."""
+        """Create the folder and remove staging folders left by killed publishes (once per cache object;
+        :meth:`get_or_build` cleans again before each build)."""
         if self._opened:
             return
         with _explained(self.root, "create the cache folder"):
