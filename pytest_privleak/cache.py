@@ -148,6 +148,10 @@ class TargetCache:
     ``"error"`` (raise :class:`CacheEntryError`) for an entry that is not what
     was built for its key; ``staging_max_age``: seconds after which a staging
     folder whose creator cannot be checked is removed as left over.
+
+    A folder this process cannot write still serves the entries it holds
+    (verified, without a lock: nobody can change them); anything it would
+    have to build or retrain there is a :class:`CacheDirError`.
     """
 
     def __init__(self, root: str | os.PathLike = DEFAULT_CACHE_DIR, *, lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT,
@@ -200,7 +204,13 @@ class TargetCache:
         """
         folder = self.entry(key)
         self.open()
-        with self._locked(key):
+        with contextlib.ExitStack() as stack:
+            try:
+                stack.enter_context(self._locked(key))
+            except CacheDirError as exc:
+                if exc.errno not in _DENIED or not folder.exists():
+                    raise
+                return self._load_read_only(folder, key, load, exc), True
             if folder.exists():
                 try:
                     problems = self.problems(key)
@@ -213,6 +223,25 @@ class TargetCache:
             obj = build()
             self._publish(key, obj, save)
             return obj, False
+
+    def _load_read_only(self, folder: Path, key: str, load: Callable[[Path], T], denied: CacheDirError) -> T:
+        """Load a verified entry from a cache folder this process cannot write (a prebuilt, read-only cache).
+
+        No lock is needed: nobody can replace an entry in a folder that cannot
+        be written. An entry that does not verify cannot be retrained here, so
+        it is an error whatever ``on_mismatch`` says.
+        """
+        try:
+            problems = self.problems(key)
+            if problems:
+                raise CacheEntryError("; ".join(problems))
+            return load(folder)
+        except CacheEntryError as exc:
+            reason = denied.strerror or errno.errorcode.get(denied.errno, "permission denied")
+            raise CacheEntryError(
+                f"cache entry {folder} is not what was built for its key: {exc}. pytest-privleak never attacks such "
+                f"an entry, and cannot retrain it because the cache folder is not writable ({reason}). Fix: "
+                "rebuild the cache where it is writable, or point --privleak-cache-dir at a writable folder") from exc
 
     @contextlib.contextmanager
     def _locked(self, key: str) -> Iterator[None]:

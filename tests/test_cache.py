@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from pytest_privleak.atomic import write_text_atomic
-from pytest_privleak.cache import (CacheDirError, CacheEntryWarning, CacheLockTimeout, TargetCache, _host_tag,
-                                   content_hash)
+from pytest_privleak.cache import (CacheDirError, CacheEntryError, CacheEntryWarning, CacheLockTimeout,
+                                   TargetCache, _host_tag, content_hash)
 
 
 @dataclass(frozen=True)
@@ -300,3 +300,23 @@ def test_staging_of_a_live_creator_is_kept_until_it_is_old(tmp_path):
     os.utime(old_legacy, (time.time() - 120, time.time() - 120))
     assert cache.clean_stale_staging() == [old_legacy]
     assert live.exists() and legacy.exists()
+
+
+def test_read_only_folder_still_serves_its_verified_entries(tmp_path, monkeypatch):
+    root = tmp_path / "cache"
+    TargetCache(root).get_or_build("k", lambda: [1, 2], _save, _load)
+    _deny_writes_under(monkeypatch, root)                              # simulated, as above
+    assert TargetCache(root).get_or_build("k", lambda: [9], _save, _load) == ([1, 2], True)
+    with pytest.raises(CacheDirError, match="cannot create the lock file other.lock"):
+        TargetCache(root).get_or_build("other", lambda: [9], _save, _load)
+
+
+def test_read_only_folder_refuses_an_edited_entry_it_cannot_retrain(tmp_path, monkeypatch):
+    root = tmp_path / "cache"
+    TargetCache(root).get_or_build("k", lambda: [1, 2], _save, _load)
+    (root / "k" / "value.json").write_text("[0, 0]")
+    _deny_writes_under(monkeypatch, root)
+    with pytest.raises(CacheEntryError, match=r"cache entry .*k is not what was built.*value\.json has sha256.*"
+                                              r"cannot retrain it because the cache folder is not writable.*"
+                                              r"--privleak-cache-dir"):
+        TargetCache(root).get_or_build("k", lambda: [9], _save, _load)
