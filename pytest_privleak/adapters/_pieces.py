@@ -109,6 +109,8 @@ class WordPieces:
         elif pieces and self.tokenizer.convert_tokens_to_string(pieces).strip() != token:
             why = (f"{token!r} is normalised by the tokenizer to {self.tokenizer.convert_tokens_to_string(pieces).strip()!r} "
                    "(e.g. lower-cased)")
+        elif token in set(self.single_piece_words[0]):
+            return f"{token!r} is a single word piece of this tokenizer: nothing to fix"
         else:
             why = f"{token!r} is not a single piece of this tokenizer ({pieces})"
         return (why + "; fix: use canary tokens that are single word pieces in the tokenizer's own spelling "

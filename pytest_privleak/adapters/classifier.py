@@ -100,6 +100,10 @@ class TransformersClassifier:
         self.mode, self.models = self._modes(model, slot_model)
         self.intent_labels: dict[str, int] | None = None
         self.slot_labels: dict[str, int] | None = None
+        if self.mode == "joint" and (intent_labels is None or slot_labels is None):
+            raise ValueError(f"{type(model).__name__} is read as one model with both heads, which needs "
+                             "intent_labels= and slot_labels= (class names in order, or label2id mappings); fix: "
+                             "pass both, or pass an AutoModelForSequenceClassification / TokenClassification")
         if self.mode in ("intent", "pair", "joint"):
             owner = model
             self.intent_labels = (_label_map(intent_labels, "intent_labels") if intent_labels is not None
@@ -112,8 +116,6 @@ class TransformersClassifier:
                                 else dict(owner.config.label2id))
             if slot_labels is None:
                 _default_labels(self.slot_labels, "slot labels", owner)
-        if self.mode == "joint" and (intent_labels is None or slot_labels is None):
-            raise ValueError("a model with both heads needs intent_labels= and slot_labels= (class names in order)")
         for m in self.models:
             m.eval()
         tables = [m.get_input_embeddings().weight for m in self.models]
@@ -157,6 +159,8 @@ class TransformersClassifier:
                 by_ids = self._logits(m, m(input_ids=ids.to(device), attention_mask=torch.ones_like(ids).to(device)))
                 embeds = m.get_input_embeddings()(ids.to(device))
                 by_embeds = self._logits(m, m(inputs_embeds=embeds, attention_mask=torch.ones_like(ids).to(device)))
+            require_finite(torch.cat([x.detach().float().reshape(-1) for x in by_ids]),
+                           what=f"the logits of {type(m).__name__} on a one-word utterance", fix=_FIX_NAN)
             for a, b in zip(by_ids, by_embeds):
                 if not torch.allclose(a.float(), b.float(), rtol=1e-3, atol=1e-3 * float(a.float().abs().max()) + 1e-6):
                     raise ValueError(
@@ -292,7 +296,13 @@ class TransformersClassifier:
         mask = torch.ones(framed[0].shape[:2], dtype=torch.long, device=embeddings.device)
         outputs = [self._logits(m, m(inputs_embeds=framed[k], attention_mask=mask))
                    for m, k in zip(self.models, self._table_of)]
-        return self._row_losses(outputs, intent_ids, slot_targets)
+        losses = self._row_losses(outputs, intent_ids, slot_targets)
+        if not torch.is_grad_enabled():
+            # scoring (the attacks' discrete losses): checked here; inside a gradient loop the check would
+            # synchronise every step, and the attack's final no-grad scoring of its guesses catches it
+            require_finite(losses, what=f"the training loss of {type(self.models[0]).__name__} on embeddings",
+                           fix=_FIX_NAN)
+        return losses
 
     # -- SequenceScorer -------------------------------------------------------------------------
     def _id_batch(self, utterances: Sequence[Any]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None,
