@@ -154,9 +154,9 @@ class TargetCache:
     have to build or retrain there is a :class:`CacheDirError`.
     """
 
-    def __init__(self, root: str | os.PathLike = DEFAULT_CACHE_DIR, *, lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT,
-                 lock_message_every: float = DEFAULT_MESSAGE_EVERY, on_mismatch: str = "retrain",
-                 staging_max_age: float = DEFAULT_STAGING_MAX_AGE) -> None:
+    def __init__(self, root: str | os.PathLike = DEFAULT_CACHE_DIR, *,
+                 lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT, lock_message_every: float = DEFAULT_MESSAGE_EVERY,
+                 on_mismatch: str = "retrain", staging_max_age: float = DEFAULT_STAGING_MAX_AGE) -> None:
         if not isinstance(root, (str, os.PathLike)) or not str(root):
             raise TypeError(f"TargetCache(root={root!r}): root must be a non-empty folder path (str or Path)")
         if on_mismatch not in ("retrain", "error"):
