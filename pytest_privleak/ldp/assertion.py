@@ -15,10 +15,15 @@ import math
 import numpy as np
 
 from ..assertions import check
-from ..results import LeakResult
+from ..finite import require_finite
+from ..results import LeakResult, record
 from .auditor import AuditResult, audit
+from .budget import check_progress, check_time_budget
+from .classifier import check_classifier
 from .exact import pair_epsilon, worst_case_epsilon
+from .labels import check_name, mechanism_label
 from .mechanisms import FiniteDomain
+from .search import FULL_SEARCH_MAX
 
 _REMEDY = ("the mechanism's outputs on the witness pair differ more than e^ε allows: recalibrate its noise so "
            "that for every pair the largest log-ratio of output probabilities is at most ε (for bit-flip "
@@ -26,25 +31,42 @@ _REMEDY = ("the mechanism's outputs on the witness pair differ more than e^ε al
            "least as large as the exact one")
 
 
-def _validate(mechanism, epsilon, confidence, samples, delta) -> float:
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+
+
+def check_epsilon(epsilon, mechanism=None, *, argument: str = "epsilon") -> float:
+    """The claimed ε as a positive finite float (``None``: the mechanism's own ``epsilon``)."""
     eps = getattr(mechanism, "epsilon", None) if epsilon is None else epsilon
-    try:
-        eps = float(eps)
-    except (TypeError, ValueError):
-        raise ValueError(f"epsilon must be a number (the claimed ε), got {epsilon!r}") from None
-    if not (eps > 0 and math.isfinite(eps)):
-        raise ValueError(f"epsilon must be a positive finite claimed ε, got {epsilon!r}; pass e.g. epsilon=1.0")
-    if not (isinstance(confidence, (int, float)) and 0.0 < confidence < 1.0):
-        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}; e.g. confidence=0.95")
-    if not (isinstance(samples, (int, np.integer)) and samples >= 1000):
-        raise ValueError(f"samples must be an integer >= 1000 (outputs per input of the witness pair), got {samples!r}")
-    if not (isinstance(delta, (int, float)) and 0.0 <= delta < 1.0):
-        raise ValueError(f"delta must lie in [0, 1), got {delta!r}; use delta=0 for pure ε-LDP")
-    for attr in ("domain",):
-        if not hasattr(mechanism, attr) or not callable(mechanism):
-            raise ValueError(f"{mechanism!r} is not a mechanism: it needs `epsilon`, `domain` and "
-                             "`__call__(inputs, rng)` (see pytest_privleak.ldp.mechanisms)")
-    return eps
+    if not _is_number(eps) or not (math.isfinite(eps) and eps > 0):
+        source = f"{argument}={epsilon!r}" if epsilon is not None else f"mechanism.epsilon={eps!r} ({argument}=None)"
+        raise ValueError(f"{argument} must be a positive finite number (the claimed ε), got {source}; fix: pass "
+                         f"the ε the mechanism claims, e.g. {argument}=1.0")
+    return float(eps)
+
+
+def _validate(mechanism, confidence, samples, delta, c, tolerance, time_budget, progress, classifier) -> None:
+    if not callable(mechanism) or not hasattr(mechanism, "domain"):
+        raise ValueError(f"mechanism {type(mechanism).__name__!r} is not a mechanism: it needs `domain` and "
+                         "`__call__(inputs, rng)` (and `epsilon` for its claim); fix: see "
+                         "pytest_privleak.ldp.mechanisms for the protocol and built-in examples")
+    if not _is_number(confidence) or not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}; fix: e.g. "
+                         "confidence=0.95")
+    if not (isinstance(samples, (int, np.integer)) and not isinstance(samples, bool) and samples >= 1000):
+        raise ValueError(f"samples must be an integer >= 1000 (outputs per input of the witness pair), got "
+                         f"{samples!r}; fix: e.g. samples=1_000_000 (the bound can reach about ln(samples / 3.7))")
+    if not _is_number(delta) or not 0.0 <= delta < 1.0:
+        raise ValueError(f"delta must lie in [0, 1), got {delta!r}; fix: delta=0 for pure ε-LDP")
+    if c is not None and (not _is_number(c) or not 0.0 < c < 1.0):
+        raise ValueError(f"c must lie in (0, 1) or be None (adaptive), got {c!r}; fix: c=None, or c=0.01 as "
+                         "DP-Sniper")
+    if tolerance is not None and (not _is_number(tolerance) or not (math.isfinite(tolerance) and tolerance >= 0)):
+        raise ValueError(f"tolerance must be a finite number >= 0 (in ε) or None, got {tolerance!r}; fix: e.g. "
+                         "tolerance=0.1")
+    check_time_budget(time_budget)
+    check_progress(progress)
+    check_classifier(classifier)
 
 
 def exact_figures(mechanism, found: AuditResult) -> dict[str, float]:
@@ -58,67 +80,110 @@ def exact_figures(mechanism, found: AuditResult) -> dict[str, float]:
     return out
 
 
-def ldp_result(mechanism, epsilon: float, found: AuditResult, *, delta: float = 0.0,
-               tolerance: float | None = None) -> LeakResult:
-    """Turn an audit into a :class:`LeakResult` (value = ε_lcb, threshold = claimed ε)."""
+def _show(x):
+    return x.tolist() if isinstance(x, np.ndarray) else x
+
+
+def ldp_result(mechanism, epsilon: float | None, found: AuditResult, *, delta: float = 0.0,
+               tolerance: float | None = None, name: str | None = None, threshold: bool = True) -> LeakResult:
+    """Turn an audit into a :class:`LeakResult` (value = ε_lcb; threshold = claimed ε, or None to measure)."""
     exact = exact_figures(mechanism, found)
     point = found.point
+    label = mechanism_label(mechanism, name)
     evidence = {
-        "witness": f"a={found.a.tolist()} vs a'={found.b.tolist()}",
+        "witness": f"a={_show(found.a)!r} vs a'={_show(found.b)!r}",
         "event": (f"Pr[M(a) in S] = {found.p1:.6g} (>= {found.p1_lower:.6g}), "
                   f"Pr[M(a') in S] = {found.p2:.6g} (<= {found.p2_upper:.6g})"),
         "samples": (f"{found.samples} per input, c = {found.c:.3g}, classifier {found.classifier}, "
                     f"smallest of {len(found.replicate_bounds)} replicate bounds "
                     f"({', '.join(f'{v:.4g}' for v in found.replicate_bounds)})"),
+        "search": f"{found.coverage}; {len(found.tried)} of {found.candidates} attacked",
     }
+    if found.budget_note:
+        evidence["budget"] = found.budget_note
     extra = {"p1": found.p1, "p1_lower": found.p1_lower, "p2": found.p2, "p2_upper": found.p2_upper}
     if math.isfinite(point):
         extra["point"] = point
     else:
         evidence["point"] = "inf (no output of a' fell in the event)"
-    extra["ratio"] = found.epsilon_lcb / epsilon
+    if epsilon is not None:
+        extra["ratio"] = found.epsilon_lcb / epsilon
+    extra["samples_requested"] = float(found.samples_requested or found.samples)
+    extra["inputs_screened"] = float(found.inputs_screened)
     extra.update(exact)
     if "exact_eps" in exact:
         evidence["exact"] = (f"exact ε over the domain = {exact['exact_eps']:.4g}, of the witness pair = "
                              f"{exact['exact_pair']:.4g} (white-box, bit product)")
     return LeakResult(
-        attack="ldp", metric="epsilon_lcb", value=float(found.epsilon_lcb), threshold=float(epsilon),
+        attack="ldp", metric="epsilon_lcb", value=float(found.epsilon_lcb),
+        threshold=float(epsilon) if threshold and epsilon is not None else None,
         direction="at_most", interval=(float(found.epsilon_lcb), math.inf), confidence=found.confidence,
-        chance=0.0, ceiling=float(found.ceiling), label=repr(mechanism), evidence=evidence, extra=extra,
-        remedy=_REMEDY, tolerance=tolerance, target={"mechanism": repr(mechanism), "samples": found.samples, "delta": delta,
-                                "seconds": found.seconds, "pairs_tried": found.tried})
+        chance=0.0, ceiling=float(found.ceiling), label=label, evidence=evidence, extra=extra,
+        remedy=_REMEDY, tolerance=tolerance,
+        target={"mechanism": label, "samples": found.samples, "samples_requested": found.samples_requested,
+                "delta": delta, "seconds": found.seconds, "pairs_tried": found.tried,
+                "complete": found.complete})
+
+
+def _run(mechanism, confidence, pairs, samples, delta, seed, c, classifier, train_samples, val_samples, replicates,
+         time_budget, progress, full_search, name) -> AuditResult:
+    _validate(mechanism, confidence, samples, delta, c, None, time_budget, progress, classifier)
+    return audit(mechanism, confidence=confidence, pairs=pairs, samples=int(samples), delta=float(delta),
+                 seed=seed, c=c, classifier=classifier, train_samples=train_samples, val_samples=val_samples,
+                 replicates=replicates, time_budget=time_budget, progress=progress, full_search=full_search,
+                 label=mechanism_label(mechanism, name))
+
+
+def measure_ldp(mechanism, *, confidence: float = 0.95, pairs=None, samples: int = 1_000_000, delta: float = 0.0,
+                seed: int = 0, c: float | None = None, classifier: str = "logistic", train_samples: int = 20_000,
+                val_samples: int = 100_000, replicates: int = 2, time_budget: float | None = None,
+                progress: float | None = 5.0, full_search: int = FULL_SEARCH_MAX,
+                name: str | None = None) -> LeakResult:
+    """Measure the mechanism's black-box ε lower bound without gating; the result (verdict "measured") is
+    recorded on the running test.  Same arguments as :func:`assert_ldp_holds` less the limit ``epsilon``;
+    the mechanism's own ``epsilon`` (if it has one) gives the ``ratio`` figure."""
+    name = check_name(name)
+    claim = getattr(mechanism, "epsilon", None)
+    claim = float(claim) if _is_number(claim) and math.isfinite(claim) and claim > 0 else None
+    found = _run(mechanism, confidence, pairs, samples, delta, seed, c, classifier, train_samples, val_samples,
+                 replicates, time_budget, progress, full_search, name)
+    return record(ldp_result(mechanism, claim, found, delta=float(delta), name=name, threshold=False))
 
 
 def assert_ldp_holds(mechanism, epsilon: float | None, *, confidence: float = 0.95, pairs=None,
                      samples: int = 1_000_000, delta: float = 0.0, seed: int = 0, c: float | None = None,
                      classifier: str = "logistic", train_samples: int = 20_000,
                      val_samples: int = 100_000, replicates: int = 2,
-                     tolerance: float | None = None) -> LeakResult:
+                     tolerance: float | None = None, time_budget: float | None = None,
+                     progress: float | None = 5.0, full_search: int = FULL_SEARCH_MAX,
+                     name: str | None = None) -> LeakResult:
     """Fail when ``mechanism`` provably violates ``epsilon``-LDP (ε_lcb > epsilon at ``confidence``).
 
-    ``pairs``: extra input pairs ``[(a, a'), ...]`` to try besides the search;
-    ``samples``: outputs per input for each final estimate (the bound can reach
-    about ln(samples / 3.7)); ``c``: fix Pr[M(a') in S] as DP-Sniper does
-    (default: adaptive); ``epsilon=None`` takes the mechanism's own claim;
-    ``replicates``: independent final estimates whose smallest bound is kept
-    (1 = a single estimate, false-alarm rate up to 1 - confidence).
-    The interval reported is the one-sided [ε_lcb, inf); ``ceiling`` is the
-    largest ε_lcb that ``samples`` can certify.  ``tolerance``: how far ε_lcb
-    may grow over the stored baseline report before the CI baseline gate
-    calls it a regression (absolute, in ε; ``None`` uses the ini option or
-    the built-in default of 0.1 for ``epsilon_lcb``); it does not affect this
-    test's own pass/fail.
+    ``pairs``: extra input pairs ``[(a, a'), ...]`` to try besides the search
+    (members of a finite domain are matched as given: ``("cat", "cats")`` is
+    two inputs); ``samples``: outputs per input for each final estimate (the
+    bound can reach about ln(samples / 3.7)); ``c``: fix Pr[M(a') in S] as
+    DP-Sniper does (default: adaptive); ``epsilon=None`` takes the
+    mechanism's own claim; ``replicates``: independent final estimates whose
+    smallest bound is kept (1 = a single estimate, false-alarm rate up to
+    1 - confidence).  ``time_budget``: seconds the audit may take; when spent,
+    the bound rests on the samples drawn so far (the message and an
+    ``LDPAuditWarning`` say how many).  ``progress``: seconds between progress
+    lines on stderr on long runs (None: silent).  ``full_search``: finite
+    domains up to this many inputs have every input screened as a pair
+    member.  ``name``: the result's label (default: the mechanism's class and
+    parameters).  The interval reported is the one-sided [ε_lcb, inf);
+    ``ceiling`` is the largest ε_lcb the samples drawn can certify.
+    ``tolerance``: how far ε_lcb may grow over the stored baseline before the
+    CI baseline gate calls it a regression (absolute, in ε); it does not
+    affect this test's own pass/fail.
     """
     __tracebackhide__ = True
-    eps = _validate(mechanism, epsilon, confidence, samples, delta)
-    if c is not None and not (isinstance(c, (int, float)) and 0.0 < c < 1.0):
-        raise ValueError(f"c must lie in (0, 1) or be None (adaptive), got {c!r}")
-    if tolerance is not None and (isinstance(tolerance, bool) or not isinstance(tolerance, (int, float))
-                                  or not (math.isfinite(tolerance) and tolerance >= 0)):
-        raise ValueError(f"tolerance must be a finite number >= 0 (in ε) or None, got {tolerance!r}")
-    found = audit(mechanism, confidence=confidence, pairs=pairs, samples=int(samples), delta=float(delta),
-                  seed=seed, c=c, classifier=classifier, train_samples=train_samples, val_samples=val_samples,
-                  replicates=replicates)
+    name = check_name(name)
+    _validate(mechanism, confidence, samples, delta, c, tolerance, time_budget, progress, classifier)
+    eps = check_epsilon(epsilon, mechanism)
+    found = _run(mechanism, confidence, pairs, samples, delta, seed, c, classifier, train_samples, val_samples,
+                 replicates, time_budget, progress, full_search, name)
     result = ldp_result(mechanism, eps, found, delta=float(delta),
-                        tolerance=None if tolerance is None else float(tolerance))
+                        tolerance=None if tolerance is None else float(tolerance), name=name)
     return check(result)

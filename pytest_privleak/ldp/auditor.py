@@ -18,7 +18,14 @@ Where we depart from DP-Sniper, and why:
 - pairs: besides DP-Sniper-style patterns and user pairs, the search probes
   the domain (its ends, middle and random points), measures how far apart
   the mean outputs are, and tries the widest pairs (for bit encoders these
-  are near bitwise complements, the witnesses of the largest leaks).
+  are near bitwise complements, the witnesses of the largest leaks).  A
+  finite domain of up to ``full_search`` (1000) inputs is screened in full:
+  every input is a pair member, so a leak at one input of a hundred is found
+  (see ``search``).
+- memory and time: outputs are drawn and scored in chunks, scores computed
+  in float32 (``classifier``), training rows capped for very wide outputs;
+  ``time_budget`` bounds the run and a progress line reports long ones
+  (``budget``).  A spent budget is reported, never hidden.
 - replication: the chosen event is estimated on ``replicates`` (default 2)
   independent fresh sample sets and ε_lcb is the smallest of their bounds.
   Each is a valid lower bound at ``confidence``, so their minimum is too;
@@ -36,125 +43,23 @@ final estimate, so only the two bounds of each replicate need the union bound.
 from __future__ import annotations
 
 import math
-import time
+import warnings
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
-import torch
 from scipy.stats import beta
 
 from ..stats import clopper_pearson_lower, clopper_pearson_upper
+from .budget import AuditClock, check_progress, check_time_budget
+from .classifier import Scorer, check_classifier, train_rows, train_scorers
+from .diagnostics import LDPAuditWarning, warn_if_irreproducible
+from .labels import mechanism_label
 from .mechanisms import BoxDomain, FiniteDomain
+from .sampling import output_chunks, rows_per_chunk, sample_outputs
+from .search import FULL_SEARCH_MAX, Candidates, probe_pairs, screen_pairs
 
-_MAX_CHUNK_ELEMENTS = 1 << 23
-
-
-# --- sampling ----------------------------------------------------------------------------
-def sample_outputs(mechanism, x: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-    """``n`` outputs of ``mechanism`` on input ``x`` as ``[n, out_dim]``; rejects NaN/inf."""
-    inputs = np.repeat(np.asarray(x)[None], n, axis=0)
-    return _checked(mechanism(inputs, rng), n, mechanism)
-
-
-def _checked(out, n: int, mechanism) -> np.ndarray:
-    out = np.asarray(out)
-    if out.shape[:1] != (n,):
-        raise ValueError(f"mechanism {mechanism!r} returned {out.shape[:1]} rows for {n} inputs; "
-                         "__call__(inputs, rng) must return one output row per input row")
-    out = out.reshape(n, -1)
-    if out.dtype.kind == "f" and not np.all(np.isfinite(out)):
-        raise ValueError(f"mechanism {mechanism!r} returned NaN or inf outputs; it must return finite "
-                         "numbers (check its noise scale and input range)")
-    return out
-
-
-# --- classifiers -------------------------------------------------------------------------
-Scorer = Callable[[np.ndarray], np.ndarray]
-
-
-def train_scorers(pairs_outputs: list[tuple[np.ndarray, np.ndarray]], *, kind: str = "logistic",
-                  l2: float = 1e-4, seed: int = 0) -> list[Scorer]:
-    """Fit one classifier per pair ("came from a"), all pairs batched in one L-BFGS run.
-
-    Logistic regression (DP-Sniper's default) on standardised features; for
-    bit-product mechanisms the true log-likelihood ratio is linear in the
-    bits, so it is the optimal attack family there.  ``kind="mlp"`` adds one
-    hidden layer of 16 tanh units for outputs whose likelihood ratio is not
-    monotone in a linear score.  The losses of the pairs are independent, so
-    minimising their sum fits each pair.  Runs single-threaded (small
-    problems; the machine is shared) and restores torch's thread count.
-    """
-    if kind not in ("logistic", "mlp"):
-        raise ValueError(f"classifier must be 'logistic' or 'mlp', got {kind!r}")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        per_pair = max(1, pairs_outputs[0][0].size * 2)
-        group = max(1, _MAX_CHUNK_ELEMENTS // per_pair)
-        scorers: list[Scorer] = []
-        for start in range(0, len(pairs_outputs), group):
-            scorers += _train_group(pairs_outputs[start:start + group], kind, l2, seed + start)
-        return scorers
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _train_group(group, kind: str, l2: float, seed: int) -> list[Scorer]:
-    x = torch.stack([torch.cat([torch.as_tensor(a, dtype=torch.float32), torch.as_tensor(b, dtype=torch.float32)])
-                     for a, b in group])  # [P, 2n, D]
-    n_a = len(group[0][0])
-    y = torch.zeros(x.shape[:2])
-    y[:, :n_a] = 1.0
-    mu = x.mean(1, keepdim=True)
-    sd = x.std(1, keepdim=True)
-    sd = torch.where(sd > 1e-6, sd, torch.ones_like(sd))
-    z = (x - mu) / sd
-    n_pairs, _, dim = z.shape
-    gen = torch.Generator().manual_seed(int(seed))
-    if kind == "logistic":
-        params = [torch.zeros(n_pairs, dim, 1), torch.zeros(n_pairs, 1, 1)]
-    else:
-        params = [torch.randn(n_pairs, dim, 16, generator=gen) / math.sqrt(dim), torch.zeros(n_pairs, 1, 16),
-                  torch.randn(n_pairs, 16, 1, generator=gen) / math.sqrt(16), torch.zeros(n_pairs, 1, 1)]
-    for p in params:
-        p.requires_grad_(True)
-
-    def forward(zz: torch.Tensor, ps) -> torch.Tensor:
-        if kind == "logistic":
-            return (torch.bmm(zz, ps[0]) + ps[1]).squeeze(-1)
-        return (torch.bmm(torch.tanh(torch.bmm(zz, ps[0]) + ps[1]), ps[2]) + ps[3]).squeeze(-1)
-
-    opt = torch.optim.LBFGS(params, lr=1.0, max_iter=60,
-                            line_search_fn="strong_wolfe")
-
-    def closure():
-        opt.zero_grad()
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(forward(z, params), y, reduction="none")
-        total = loss.mean(1).sum() + l2 * sum((p ** 2).sum() for p in params)
-        total.backward()
-        return total
-
-    opt.step(closure)
-    fitted = [p.detach().double() for p in params]
-    mu64, sd64 = mu.double(), sd.double()
-
-    def make(i: int) -> Scorer:
-        ps = [p[i:i + 1] for p in fitted]
-        if kind == "logistic":  # fold the standardisation into one weight vector; plain numpy matmul
-            w = (ps[0][0, :, 0] / sd64[i, 0]).numpy()
-            b = float(ps[1].reshape(()) - (mu64[i, 0] / sd64[i, 0] * ps[0][0, :, 0]).sum())
-            return lambda out: np.round(np.asarray(out, dtype=np.float64) @ w + b, 9)
-
-        def score(out: np.ndarray) -> np.ndarray:
-            with torch.no_grad():
-                zz = (torch.as_tensor(out, dtype=torch.float64)[None] - mu64[i:i + 1]) / sd64[i:i + 1]
-                s = forward(zz, ps)[0].numpy()
-            return np.round(s, 9)  # equal outputs get exactly equal scores (ties matter for discrete outputs)
-
-        return score
-
-    return [make(i) for i in range(n_pairs)]
+__all__ = ["audit", "AuditResult", "choose_attack", "ThresholdAttack", "projected_bound", "count_event",
+           "candidate_pairs", "validate_pairs", "sample_outputs", "train_scorers", "Scorer"]
 
 
 # --- threshold attacks -------------------------------------------------------------------
@@ -240,72 +145,32 @@ def choose_attack(scores_a: np.ndarray, scores_b: np.ndarray, *, n_final: int, c
 def count_event(mechanism, x: np.ndarray, n: int, scorer: Scorer, attack: ThresholdAttack,
                 rng: np.random.Generator) -> int:
     """Number of ``n`` fresh outputs of M(x) that fall in the attack's event (chunked)."""
-    first = sample_outputs(mechanism, x, min(n, 1024), rng)
-    chunk = max(1024, _MAX_CHUNK_ELEMENTS // max(1, first.shape[1]))
-    k, done, out = 0, 0, first
-    while True:
-        s = attack.sign * scorer(out)
-        k += int(np.sum(s > attack.threshold))
-        ties = int(np.sum(s == attack.threshold))
-        k += ties if attack.gamma >= 1.0 else int(rng.binomial(ties, attack.gamma)) if ties else 0
-        done += len(out)
-        if done >= n:
-            return k
-        out = sample_outputs(mechanism, x, min(chunk, n - done), rng)
+    return sum(_in_event(out, scorer, attack, rng) for out in output_chunks(mechanism, x, n, rng))
+
+
+def _in_event(out: np.ndarray, scorer: Scorer, attack: ThresholdAttack, rng: np.random.Generator) -> int:
+    s = attack.sign * scorer(out)
+    k = int(np.sum(s > attack.threshold))
+    ties = int(np.sum(s == attack.threshold))
+    return k + (ties if attack.gamma >= 1.0 else int(rng.binomial(ties, attack.gamma)) if ties else 0)
 
 
 # --- pair search -------------------------------------------------------------------------
-def candidate_pairs(mechanism, rng: np.random.Generator, *, pairs=None, probe_points: int = 256,
-                    probe_samples: int = 64, widest: int = 6) -> list[tuple[np.ndarray, np.ndarray, str]]:
-    """User pairs, DP-Sniper-style patterns, and the widest pairs found by probing the domain."""
+def candidate_pairs(mechanism, rng: np.random.Generator, *, pairs=None, full_search: int = FULL_SEARCH_MAX,
+                    who: str = "", clock: AuditClock | None = None, **probe) -> list[tuple[np.ndarray, np.ndarray, str]]:
+    """User pairs, patterns and probed pairs (every input screened on finite domains up to ``full_search``)."""
+    return find_candidates(mechanism, rng, user=pairs or (), full_search=full_search, who=who, clock=clock,
+                           **probe).pairs
+
+
+def find_candidates(mechanism, rng, *, user=(), full_search: int = FULL_SEARCH_MAX, who: str = "",
+                    clock: AuditClock | None = None, **probe) -> Candidates:
+    """The search's candidates and how much of the domain it covered (see ``search``)."""
     domain = mechanism.domain
-    found: list[tuple[np.ndarray, np.ndarray, str]] = []
-    seen: set = set()
-
-    def add(a, b, source):
-        a, b = np.asarray(a), np.asarray(b)
-        if np.array_equal(a, b):
-            return
-        key = frozenset([a.tobytes(), b.tobytes()])
-        if key not in seen:
-            seen.add(key)
-            found.append((a, b, source))
-
-    for a, b in pairs or ():
-        add(a, b, "user")
-    anchors = np.asarray(domain.anchors())
-    if isinstance(domain, BoxDomain):
-        by_value = {float(v[0]): v for v in anchors}
-        lo, hi, mid = domain.low, domain.high, (domain.low + domain.high) / 2
-        for u, v in ((lo, hi), (1.0, 0.0), (1.0, 2.0), (lo, mid), (mid, hi)):
-            if u in by_value and v in by_value:
-                add(by_value[u], by_value[v], "pattern")
-    else:
-        add(anchors[0], anchors[1], "pattern")
-        add(anchors[0], anchors[-1], "pattern")
-    # Probe: mean outputs over the anchors and random points; the widest pairs are candidates.
-    probes = np.concatenate([anchors, np.asarray(domain.sample(probe_points, rng))])
-    inputs = np.repeat(probes, probe_samples, axis=0)
-    outs = _checked(mechanism(inputs, rng), len(inputs), mechanism).astype(np.float64)
-    means = outs.reshape(len(probes), probe_samples, -1).mean(axis=1)
-    if np.all((outs == 0) | (outs == 1)):
-        sm = (means * probe_samples + 0.5) / (probe_samples + 1)
-        feats = np.log(sm) - np.log1p(-sm)  # log-odds: distance ~ sum of per-bit log-ratios
-    else:
-        feats = means / np.maximum(outs.std(axis=0), 1e-12)
-    dist = np.zeros((len(probes), len(probes)))
-    for start in range(0, len(probes), 128):
-        dist[start:start + 128] = np.abs(feats[start:start + 128, None, :] - feats[None, :, :]).sum(-1)
-    order = np.argsort(-dist, axis=None)
-    added = 0
-    for flat in order[: 50 * widest]:
-        i, j = np.unravel_index(flat, dist.shape)
-        before = len(found)
-        add(probes[i], probes[j], "widest")
-        added += len(found) - before
-        if added >= widest:
-            break
-    return found
+    pairs = [(np.asarray(a), np.asarray(b)) for a, b in user]
+    if isinstance(domain, FiniteDomain) and len(domain.values) <= full_search:
+        return screen_pairs(mechanism, rng, user=pairs, who=who, clock=clock)
+    return probe_pairs(mechanism, rng, user=pairs, who=who, clock=clock, **probe)
 
 
 # --- the audit ---------------------------------------------------------------------------
@@ -329,6 +194,14 @@ class AuditResult:
     seconds: float
     tried: list[dict] = field(default_factory=list)
     replicate_bounds: list[float] = field(default_factory=list)
+    samples_requested: int = 0
+    candidates: int = 0
+    coverage: str = ""
+    inputs_screened: int = 0
+    domain_size: int | None = None
+    train_rows: int = 0
+    budget_note: str = ""
+    ceiling_requested: float = math.nan
 
     @property
     def p1(self) -> float:
@@ -338,85 +211,233 @@ class AuditResult:
     def p2(self) -> float:
         return self.k2 / self.samples
 
+    @property
+    def complete(self) -> bool:
+        """True when the audit drew every sample asked for and tried every candidate pair."""
+        return not self.budget_note
 
-def validate_pairs(mechanism, pairs) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Check user pairs lie in the mechanism's domain; raise a ValueError naming the fix otherwise."""
+
+def _show(x: np.ndarray):
+    return x.tolist() if isinstance(x, np.ndarray) else x
+
+
+def validate_pairs(mechanism, pairs, who: str = "") -> list[tuple[np.ndarray, np.ndarray]]:
+    """User pairs as inputs of the mechanism's domain, each member kept as given (no truncation).
+
+    On a finite domain each member is replaced by the domain's own entry that
+    equals it, so ``("cat", "cats")`` stays two different inputs; an entry
+    not in the domain, a pair of equal inputs, or a pair the mechanism cannot
+    encode is refused with a ValueError naming the pair and the fix.
+    """
+    domain = mechanism.domain
+    if pairs is None:
+        return []
+    if isinstance(pairs, (str, bytes)) or not hasattr(pairs, "__iter__"):
+        raise ValueError(f"pairs must be a list of input pairs [(a, a'), ...], got {pairs!r}; fix: e.g. "
+                         "pairs=[(0, 1)]")
     out = []
-    for idx, pair in enumerate(pairs or ()):
+    for idx, pair in enumerate(pairs):
+        if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
+            raise ValueError(f"pairs[{idx}] must be a pair (a, a') of two inputs, got {pair!r}; fix: e.g. "
+                             "pairs=[('red', 'cyan')]")
+        members = []
+        for name, x in zip(("a", "a'"), pair):
+            if isinstance(domain, FiniteDomain):
+                where = domain.index(x)
+                if where < 0:
+                    shown = ", ".join(repr(v) for v in domain.values[:8].tolist())
+                    more = ", ..." if len(domain.values) > 8 else ""
+                    raise ValueError(
+                        f"pairs[{idx}] input {name}={_show(x)!r} is not in the mechanism's domain (FiniteDomain of "
+                        f"{len(domain.values)} inputs: {shown}{more}); fix: pass inputs that are entries of "
+                        "mechanism.domain.values, of the same shape")
+                members.append(domain.values[where])
+            else:
+                try:
+                    v = np.asarray(x, dtype=float)
+                except (TypeError, ValueError):
+                    raise ValueError(f"pairs[{idx}] input {name}={x!r} is not a number, but the mechanism's domain "
+                                     f"is {domain!r}; fix: pass real inputs of shape {domain.shape}") from None
+                if v.ndim == 0:
+                    v = v.reshape(1)
+                if not domain.contains(v):
+                    raise ValueError(f"pairs[{idx}] input {name}={v.tolist()!r} is outside the mechanism's domain "
+                                     f"{domain!r}; fix: pass inputs of shape {domain.shape} within "
+                                     f"[{domain.low:g}, {domain.high:g}]")
+                members.append(v)
+        a, b = members
+        if a.shape == b.shape and np.array_equal(a, b):
+            raise ValueError(f"pairs[{idx}] = {_show(pair)!r} holds the same input twice, so it can show no privacy "
+                             "loss; fix: pass two different inputs of the domain")
         try:
-            a, b = pair
-        except (TypeError, ValueError):
-            raise ValueError(f"pairs[{idx}] must be a pair (a, b) of inputs, got {pair!r}") from None
-        a = np.asarray(a, dtype=float if isinstance(mechanism.domain, BoxDomain) else None)
-        b = np.asarray(b, dtype=a.dtype)
-        if isinstance(mechanism.domain, BoxDomain) and a.ndim == 0:
-            a, b = a.reshape(1), b.reshape(1)
-        for name, x in (("a", a), ("b", b)):
-            if not mechanism.domain.contains(x):
-                raise ValueError(f"pairs[{idx}] input {name}={x.tolist()!r} is outside the mechanism's domain "
-                                 f"{mechanism.domain!r}; pass inputs of the domain's shape and range")
+            np.asarray(mechanism(np.stack([a, b]) if a.dtype == b.dtype else np.asarray([a, b], dtype=object),
+                                 np.random.default_rng(0)))
+        except Exception as err:  # the user's mechanism refused: say which pair, keep its reason
+            raise ValueError(f"mechanism {who or type(mechanism).__name__} cannot encode pairs[{idx}] = "
+                             f"({_show(a)!r}, {_show(b)!r}): {type(err).__name__}: {err}; fix: pass inputs the "
+                             "mechanism accepts, or make its __call__ accept every entry of its domain") from err
         out.append((a, b))
     return out
+
+
+def check_replicates(replicates) -> int:
+    if isinstance(replicates, bool) or not (isinstance(replicates, (int, np.integer)) and replicates >= 1):
+        raise ValueError(f"replicates must be an integer >= 1, got {replicates!r}; fix: replicates=2 (the "
+                         "default: a correct mechanism fails by bad luck with probability (1 - confidence)^2)")
+    return int(replicates)
+
+
+def check_full_search(full_search) -> int:
+    if isinstance(full_search, bool) or not (isinstance(full_search, (int, np.integer)) and full_search >= 0):
+        raise ValueError(f"full_search must be an integer >= 0 (finite domains up to that size have every input "
+                         f"screened), got {full_search!r}; fix: e.g. full_search={FULL_SEARCH_MAX}")
+    return int(full_search)
 
 
 def audit(mechanism, *, confidence: float = 0.95, pairs=None, samples: int = 1_000_000,
           train_samples: int = 20_000, val_samples: int = 100_000, delta: float = 0.0,
           c: float | None = None, classifier: str = "logistic", search: bool = True,
-          seed: int = 0, replicates: int = 2) -> AuditResult:
+          seed: int = 0, replicates: int = 2, time_budget: float | None = None,
+          progress: float | None = 5.0, full_search: int = FULL_SEARCH_MAX, label: str | None = None) -> AuditResult:
     """Search pairs and attacks on independent samples, then bound ε on ``samples`` fresh ones per input.
 
     The final estimate is repeated ``replicates`` times on independent samples
     and the smallest bound is kept (see the module docstring: replication).
+    ``time_budget`` (seconds): the search stops trying further pairs once half
+    of it is used and the final estimate stops drawing when all of it is;
+    the bound then rests on the samples drawn (a valid but weaker bound; the
+    result says so and an :class:`LDPAuditWarning` is issued).  ``progress``:
+    seconds between progress lines on stderr once the run is that long
+    (``None``: silent).  ``full_search``: finite domains up to this size have
+    every input screened as a pair member.
     """
-    started = time.perf_counter()
-    if not (isinstance(replicates, (int, np.integer)) and replicates >= 1):
-        raise ValueError(f"replicates must be an integer >= 1, got {replicates!r}")
+    replicates = check_replicates(replicates)
+    time_budget = check_time_budget(time_budget)
+    progress = check_progress(progress)
+    full_search = check_full_search(full_search)
+    check_classifier(classifier)
     if not isinstance(mechanism.domain, (BoxDomain, FiniteDomain)):
-        raise ValueError("mechanism.domain must be a BoxDomain or FiniteDomain from pytest_privleak.ldp")
-    seq = np.random.SeedSequence(int(seed))
-    probe_rng, search_rng, final_rng = (np.random.default_rng(s) for s in seq.spawn(3))
-    user = validate_pairs(mechanism, pairs)
+        raise ValueError(f"mechanism.domain must be a BoxDomain or FiniteDomain from pytest_privleak.ldp, got "
+                         f"{mechanism.domain!r}; fix: e.g. domain = FiniteDomain(np.arange(k))")
+    who = label or mechanism_label(mechanism)
+    clock = AuditClock(who, time_budget=time_budget, progress=progress)
+    probe_seq, search_seq, final_seq = np.random.SeedSequence(int(seed)).spawn(3)
+    probe_rng, search_rng = np.random.default_rng(probe_seq), np.random.default_rng(search_seq)
+    user = validate_pairs(mechanism, pairs, who)
+    anchors = np.asarray(mechanism.domain.anchors())
+    warn_if_irreproducible(mechanism, np.repeat(anchors[:4], 16, axis=0), who)
     if search:
-        cands = candidate_pairs(mechanism, probe_rng, pairs=user)
+        found = find_candidates(mechanism, probe_rng, user=user, full_search=full_search, who=who, clock=clock)
     else:
         if not user:
-            raise ValueError("search=False needs at least one pair in `pairs`")
-        cands = [(a, b, "user") for a, b in user]
-    train = [(sample_outputs(mechanism, a, train_samples, search_rng),
-              sample_outputs(mechanism, b, train_samples, search_rng)) for a, b, _ in cands]
-    scorers = train_scorers(train, kind=classifier, seed=int(seed))
-    del train
-    best = None
-    tried = []
-    for (a, b, source), scorer in zip(cands, scorers):
-        sa = scorer(sample_outputs(mechanism, a, val_samples, search_rng))
-        sb = scorer(sample_outputs(mechanism, b, val_samples, search_rng))
-        att = choose_attack(sa, sb, n_final=samples, confidence=confidence, delta=delta, c=c)
-        tried.append({"a": a.tolist(), "b": b.tolist(), "source": source, "projected": round(att.projected, 4)})
-        if best is None or att.projected > best[3].projected:
-            best = (a, b, scorer, att)
+            raise ValueError("search=False needs at least one pair in `pairs`; fix: pass pairs=[(a, a')] or "
+                             "search=True")
+        found = Candidates()
+        for a, b in user:
+            found.add(a, b, "user")
+        found.coverage = f"user pairs only (search=False): {len(found.pairs)}"
+    cands = found.pairs
+    width = sample_outputs(mechanism, cands[0][0], 1, search_rng, who).shape[1]
+    n_train = train_rows(train_samples, width)
+    clock.plan(clock.done + len(cands) * 2 * (n_train + val_samples) + replicates * 2 * samples)
+    best, tried = _search(mechanism, cands, n_train=n_train, val_samples=val_samples, samples=samples,
+                          confidence=confidence, delta=delta, c=c, classifier=classifier, seed=seed, rng=search_rng,
+                          who=who, clock=clock, width=width)
     a, b, scorer, att = best
     if att.sign < 0:  # the event was chosen to favour b (b -> a loss): swap so p1 is measured on b
         a, b = b, a
         scorer_, sgn = scorer, -1.0
         scorer = lambda out: sgn * scorer_(out)  # noqa: E731
         att = ThresholdAttack(1.0, att.threshold, att.gamma, att.c, att.projected)
+    counts, done = _final_counts(mechanism, a, b, scorer, att, samples=samples, replicates=replicates,
+                                 final_seq=final_seq, width=width, who=who, clock=clock)
     tail = 1.0 - (1.0 - confidence) / 2.0
     estimates = []
-    for _ in range(replicates):  # independent fresh samples each; the smallest bound is reported
-        k1 = count_event(mechanism, a, samples, scorer, att, final_rng)
-        k2 = count_event(mechanism, b, samples, scorer, att, final_rng)
-        p1_lo = clopper_pearson_lower(k1, samples, tail)
-        p2_hi = clopper_pearson_upper(k2, samples, tail)
+    for k1, k2 in counts:  # independent fresh samples each; the smallest bound is reported
+        p1_lo = clopper_pearson_lower(k1, done, tail)
+        p2_hi = clopper_pearson_upper(k2, done, tail)
         estimates.append((_log_ratio(p1_lo - delta, p2_hi), k1, k2, p1_lo, p2_hi))
     lcb, k1, k2, p1_lo, p2_hi = min(estimates, key=lambda e: e[0])
-    point = _log_ratio(k1 / samples - delta, k2 / samples)
-    ceiling = _log_ratio(clopper_pearson_lower(samples, samples, tail) - delta,
-                         clopper_pearson_upper(0, samples, tail))
-    return AuditResult(epsilon_lcb=max(0.0, lcb), point=point, a=a, b=b, k1=k1, k2=k2, samples=samples,
+    point = _log_ratio(k1 / done - delta, k2 / done)
+    ceiling = _ceiling(done, tail, delta)
+    notes = []
+    if len(tried) < len(cands):
+        notes.append(f"the search tried {len(tried)} of {len(cands)} candidate pairs")
+    if done < samples:
+        notes.append(f"the final estimate drew {done:,} of {samples:,} samples per input (ceiling "
+                     f"{ceiling:.3g} instead of {_ceiling(samples, tail, delta):.3g})")
+    budget_note = ""
+    if notes:
+        budget_note = (f"time budget of {time_budget:g} s spent: " + "; ".join(notes) + ". The bound is valid at "
+                       "the stated confidence but rests on less evidence than asked; fix: raise time_budget or "
+                       "lower samples/val_samples")
+        warnings.warn(LDPAuditWarning(f"LDP audit of {who}: {budget_note}"), stacklevel=2)
+    return AuditResult(epsilon_lcb=max(0.0, lcb), point=point, a=a, b=b, k1=k1, k2=k2, samples=done,
                        p1_lower=p1_lo, p2_upper=p2_hi, c=att.c, confidence=confidence, ceiling=ceiling,
-                       classifier=classifier, seconds=time.perf_counter() - started, tried=tried,
-                       replicate_bounds=[max(0.0, e[0]) for e in estimates])
+                       classifier=classifier, seconds=clock.elapsed, tried=tried,
+                       replicate_bounds=[max(0.0, e[0]) for e in estimates], samples_requested=int(samples),
+                       candidates=len(cands), coverage=found.coverage, inputs_screened=found.inputs_screened,
+                       domain_size=found.domain_size, train_rows=n_train, budget_note=budget_note,
+                       ceiling_requested=_ceiling(samples, tail, delta))
+
+
+def _search(mechanism, cands, *, n_train, val_samples, samples, confidence, delta, c, classifier, seed, rng, who,
+            clock, width):
+    """Train, validate and choose an attack for each candidate pair (in groups); the best by projected bound."""
+    from .classifier import GROUP_ELEMENTS
+
+    group = max(1, GROUP_ELEMENTS // max(1, 2 * n_train * width))
+    best, tried = None, []
+    for start in range(0, len(cands), group):
+        chunk = cands[start:start + group]
+        train = []
+        for a, b, _ in chunk:
+            train.append((sample_outputs(mechanism, a, n_train, rng, who), sample_outputs(mechanism, b, n_train, rng, who)))
+            clock.advance(2 * n_train, "search (training)")
+        scorers = train_scorers(train, kind=classifier, seed=int(seed) + start, who=who)
+        del train
+        for (a, b, source), scorer in zip(chunk, scorers):
+            sa = _scores(mechanism, a, val_samples, scorer, rng, who, clock, width)
+            sb = _scores(mechanism, b, val_samples, scorer, rng, who, clock, width)
+            att = choose_attack(sa, sb, n_final=samples, confidence=confidence, delta=delta, c=c)
+            tried.append({"a": _show(a), "b": _show(b), "source": source, "projected": round(att.projected, 4)})
+            if best is None or att.projected > best[3].projected:
+                best = (a, b, scorer, att)
+            if clock.search_spent():
+                return best, tried
+    return best, tried
+
+
+def _scores(mechanism, x, n, scorer, rng, who, clock, width) -> np.ndarray:
+    """Classifier scores of ``n`` fresh outputs of M(x), drawn and scored chunk by chunk."""
+    parts = []
+    for out in output_chunks(mechanism, x, n, rng, who, width):
+        parts.append(scorer(out))
+        clock.advance(len(out), "search (validation)")
+    return np.concatenate(parts)
+
+
+def _final_counts(mechanism, a, b, scorer, att, *, samples, replicates, final_seq, width, who, clock):
+    """Event counts ``[(k1, k2)] * replicates`` on independent streams, drawn in rounds so a time budget
+    leaves every replicate with the same number of samples; returns them and the samples drawn per input."""
+    streams = [np.random.default_rng(s) for s in final_seq.spawn(2 * replicates)]  # a_0, b_0, a_1, b_1, ...
+    counts = np.zeros(2 * replicates, dtype=np.int64)
+    rows = rows_per_chunk(width, at_least=1024)
+    done = 0
+    while done < samples:
+        take = min(rows, samples - done)
+        for i, rng in enumerate(streams):
+            out = sample_outputs(mechanism, a if i % 2 == 0 else b, take, rng, who)
+            counts[i] += _in_event(out, scorer, att, rng)
+            clock.advance(take, "final estimate")
+        done += take
+        if clock.spent():
+            break
+    return [(int(counts[2 * r]), int(counts[2 * r + 1])) for r in range(replicates)], done
+
+
+def _ceiling(n: int, tail: float, delta: float) -> float:
+    return _log_ratio(clopper_pearson_lower(n, n, tail) - delta, clopper_pearson_upper(0, n, tail))
 
 
 def _log_ratio(num: float, den: float) -> float:

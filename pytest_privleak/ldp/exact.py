@@ -17,7 +17,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..finite import require_finite
 from .mechanisms import FiniteDomain
+
+
+def bit_probabilities(mechanism, inputs) -> np.ndarray:
+    """The mechanism's ``bit_probabilities(inputs)``, refused unless finite and within [0, 1]."""
+    probs = np.asarray(mechanism.bit_probabilities(inputs), dtype=np.float64)
+    require_finite(probs, what=f"bit_probabilities of mechanism {type(mechanism).__name__}",
+                   fix="return Pr[bit = 1 | input] as finite numbers in [0, 1]")
+    if probs.size and (probs.min() < 0 or probs.max() > 1):
+        raise ValueError(f"bit_probabilities of mechanism {type(mechanism).__name__} returned values outside [0, 1] "
+                         f"(min {probs.min():.3g}, max {probs.max():.3g}); fix: return probabilities Pr[bit = 1]")
+    return probs
 
 
 def _log(x: np.ndarray) -> np.ndarray:
@@ -47,7 +59,7 @@ def _log1m(p: np.ndarray) -> np.ndarray:
 
 def pair_epsilon(mechanism, a, b) -> float:
     """Exact ε of one pair: max over both directions of the largest privacy loss."""
-    probs = mechanism.bit_probabilities(np.stack([np.asarray(a), np.asarray(b)]))
+    probs = bit_probabilities(mechanism, np.stack([np.asarray(a), np.asarray(b)]))
     loss = directional_loss(probs, probs)
     return float(max(loss[0, 1], loss[1, 0]))
 
@@ -77,7 +89,7 @@ def worst_case_epsilon(mechanism, inputs: np.ndarray | None = None, *, chunk: in
             raise ValueError("worst_case_epsilon needs `inputs` (candidate inputs) for a continuous domain")
         inputs = mechanism.domain.values
     inputs = np.asarray(inputs)
-    probs = mechanism.bit_probabilities(inputs)
+    probs = bit_probabilities(mechanism, inputs)
     best, arg = -np.inf, (0, 1)
     for start in range(0, len(probs), chunk):
         loss = directional_loss(probs[start:start + chunk], probs)
@@ -91,7 +103,7 @@ def _separable_worst_case(mechanism) -> WorstCase:
     vals = np.asarray(mechanism.coordinate_candidates(), dtype=float)
     dim = int(mechanism.domain.dim)
     bits = int(mechanism.bits_per_coordinate)
-    probs = mechanism.bit_probabilities(np.repeat(vals[:, None], dim, axis=1)).reshape(len(vals), dim, bits)
+    probs = bit_probabilities(mechanism, np.repeat(vals[:, None], dim, axis=1)).reshape(len(vals), dim, bits)
     total, a, b = 0.0, np.empty(dim), np.empty(dim)
     for j in range(dim):  # a handful of coordinates; each is a [C, C] matrix
         loss = directional_loss(probs[:, j], probs[:, j])

@@ -77,11 +77,20 @@ class FiniteDomain:
         return tuple(self.values.shape[1:])
 
     def contains(self, x: np.ndarray) -> bool:
+        return self.index(x) >= 0
+
+    def index(self, x) -> int:
+        """Position of ``x`` among the values, or -1; compares values as given (no cast that could truncate
+        a longer string to the length of another)."""
         x = np.asarray(x)
         if x.shape != self.shape:
-            return False
+            return -1
         flat = self.values.reshape(len(self.values), -1)
-        return bool(np.any(np.all(flat == x.reshape(1, -1), axis=1)))
+        try:
+            hits = np.flatnonzero(np.all(flat == x.reshape(1, -1), axis=1))
+        except (TypeError, ValueError):  # values of another kind (a number against strings)
+            return -1
+        return int(hits[0]) if len(hits) else -1
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         return self.values[rng.integers(0, len(self.values), size=n)]
