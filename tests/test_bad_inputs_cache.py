@@ -170,3 +170,78 @@ def test_refused_entry_is_kept_for_investigation(tmp_path):
     (cache.entry("k") / "value.json").write_text("[0, 0]")
     _refused(cache, "value.json has sha256")
     assert (cache.entry("k") / "value.json").read_text() == "[0, 0]"
+
+
+# --------------------------------------------------------------------------- cache locations given by URL
+
+def _cache_url_module():
+    from pytest_privleak import cache_url
+
+    return cache_url
+
+
+@pytest.mark.parametrize("value, message", [
+    ("", r"--privleak-cache-dir \(ini: privleak_cache_dir\) is empty; give a folder .* or a URL"),
+    ("   ", r"--privleak-cache-dir \(ini: privleak_cache_dir\) is empty"),
+    ("nosuchproto://bucket/x",
+     r"--privleak-cache-dir \(ini: privleak_cache_dir\)='nosuchproto://bucket/x': fsspec knows no protocol "
+     r"'nosuchproto'\. Fix: use one it knows \(.*file.*\).*or a local folder"),
+    ("file://", r"'file://' names no location after '://'\. Fix: give the folder, host or bucket"),
+])
+def test_bad_cache_location_names_the_option_and_the_fix(value, message):
+    pytest.importorskip("fsspec")
+    cache_url = _cache_url_module()
+    with pytest.raises(cache_url.CacheURLError, match=message):
+        cache_url.cache_location(value)
+    assert issubclass(cache_url.CacheURLError, ValueError)       # settings turn it into a pytest UsageError
+
+
+def test_url_without_fsspec_names_the_extra_to_install(monkeypatch):
+    cache_url = _cache_url_module()
+    monkeypatch.setitem(__import__("sys").modules, "fsspec", None)      # as if fsspec were not installed
+    with pytest.raises(cache_url.CacheURLError,
+                       match=r"privleak_cache_dir\)='s3://team/cache' is a URL.*fsspec, which is not installed\. "
+                             r"Fix: pip install 'pytest-privleak\[remote-cache\]'.*or give a local folder path"):
+        cache_url.cache_location("s3://team/cache")
+
+
+def test_url_whose_backend_is_missing_names_the_package(monkeypatch):
+    fsspec = pytest.importorskip("fsspec")
+    cache_url = _cache_url_module()
+
+    def missing(protocol):
+        raise ImportError(f"Install the {protocol} backend")
+
+    monkeypatch.setattr(fsspec, "get_filesystem_class", missing)       # s3fs may be installed on some machines
+    with pytest.raises(cache_url.CacheURLError, match=r"the s3:// backend is not installed \(Install the s3 "
+                                                      r"backend\)\. Fix: pip install s3fs"):
+        cache_url.cache_location("s3://team/cache")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"url": 3}, r"RemoteTargetCache\(url=3\): url must be a str such as 's3://bucket/prefix'"),
+    ({"url": "/not/a/url"}, r"RemoteTargetCache\(url\)='/not/a/url' is not a URL .*give a URL, or a local folder"),
+    ({"host": ""}, r"RemoteTargetCache\(host=''\) must be a non-empty str naming this host"),
+    ({"lease_ttl": 0}, r"RemoteTargetCache\(lease_ttl\)=0 must be a finite number of seconds > 0"),
+    ({"lease_poll": math.nan}, r"RemoteTargetCache\(lease_poll\)=nan must be a finite number of seconds > 0"),
+    ({"storage_options": "key=secret"}, r"RemoteTargetCache\(storage_options='key=secret'\) must be a dict"),
+])
+def test_bad_remote_cache_arguments_name_the_argument(tmp_path, kwargs, message):
+    pytest.importorskip("fsspec")
+    from pytest_privleak.cache_remote import RemoteTargetCache
+
+    kwargs = {"url": "memory://bad-args", "mirror_dir": tmp_path, **kwargs}
+    with pytest.raises((TypeError, ValueError), match=message):
+        RemoteTargetCache(**kwargs)
+
+
+def test_unreachable_remote_cache_names_the_url_and_the_fix(tmp_path):
+    pytest.importorskip("fsspec")
+    from pytest_privleak.cache_remote import RemoteTargetCache
+
+    (tmp_path / "a-file").write_text("x")
+    url = f"file://{tmp_path}/a-file/cache"                               # a file stands where the folder goes
+    cache = RemoteTargetCache(url, mirror_dir=tmp_path / "mirror")
+    with pytest.raises(CacheDirError, match=rf"cannot open the target cache {url} .*Fix: check that the host "
+                                            r"or bucket is reachable .*or point --privleak-cache-dir .* at a local"):
+        cache.get_or_build("k", lambda: [1], _save, _load)
