@@ -79,8 +79,7 @@ def create_exclusive(fs, path: str, data: bytes, *, settle: float = 0.5) -> bool
     taken for a win.
     """
     try:
-        with fs.open(path, "xb") as handle:
-            handle.write(data)
+        handle = fs.open(path, "xb")
     except FileExistsError:
         return False
     except (ValueError, NotImplementedError, TypeError):
@@ -88,6 +87,16 @@ def create_exclusive(fs, path: str, data: bytes, *, settle: float = 0.5) -> bool
             return False
         put_atomic(fs, path, data)
         time.sleep(settle)
+    except OSError:
+        if fs.exists(path):          # SFTP v3 reports an exclusive create's EEXIST as a plain "Failure"
+            return False
+        raise
+    else:
+        try:
+            with handle:
+                handle.write(data)
+        except OSError:              # created exclusively, but the handle cannot write (paramiko's "xb"):
+            put_atomic(fs, path, data)   # the file is ours; fill it by an atomic replace
     return read_bytes(fs, path) == data
 
 
