@@ -1,20 +1,37 @@
-"""The CI merge gate: compare this run's results with a stored report.json (the baseline).
+"""The CI merge gate: compare this run's results with a stored baseline (a report.json).
 
-A result is matched by its key (test node id + ``attack.metric`` + label). It
-regressed when it moved in the leaking direction by more than its tolerance:
-an ``at_most`` figure (attack accuracy, exposure, ε lower bound) grew, an
-``at_least`` figure shrank. New and vanished results are listed, never failed.
+A result is matched with the baseline entry of the same key (test node id +
+``attack.metric`` + label). The gate FAILS when
 
-Tolerance, first found wins: the assertion's ``LeakResult.tolerance``; the ini
-option ``privleak_tolerance`` (``attack.metric=T``, then ``metric=T``); the
-built-in per-metric default (:data:`DEFAULT_TOLERANCES`); the ini
-``default=T``; :data:`FALLBACK_TOLERANCE`. Tolerances are absolute, in the
-metric's own unit.
+* a result regressed: it moved in the leaking direction by more than its
+  tolerance (an ``at_most`` figure such as attack accuracy, exposure or an ε
+  lower bound grew; an ``at_least`` figure shrank);
+* a result cannot be compared: its direction differs from the baseline's, or a
+  value is NaN;
+* a baseline entry has no counterpart in this run (its test was skipped,
+  deselected or crashed, or its key changed), unless ``--privleak-allow-missing``;
+* nothing at all was compared, or the run's keys are unusable (see
+  :mod:`report.keys`).
+
+New results (not in the baseline) are listed, never gated.
+
+Tolerances come from the baseline file or the ini, never from the run under
+test, so a change cannot raise its own tolerance and pass. When a baseline is
+saved, each entry stores the tolerance resolved then (:func:`saved_tolerance`:
+the assertion's own ``tolerance=``, else the ini option ``privleak_tolerance``
+as ``attack.metric=T`` then ``metric=T``, else the built-in per-metric default
+:data:`DEFAULT_TOLERANCES`, else the ini ``default=T``, else
+:data:`FALLBACK_TOLERANCE`). When comparing (:func:`gate_tolerance`), the
+baseline's stored tolerance applies, else the same ini/built-in chain; the
+current run's ``tolerance`` is ignored (a note says so when it differs).
+Tolerances are absolute, in the metric's own unit.
 """
 from __future__ import annotations
 
 import math
 from typing import Any
+
+import pytest
 
 from .report.model import figure
 
@@ -27,19 +44,48 @@ DEFAULT_TOLERANCES: dict[str, float] = {
 }
 FALLBACK_TOLERANCE = 0.05
 _EPS = 1e-12
+ALLOW_MISSING_HOW = "--privleak-allow-missing (ini: privleak_allow_missing = true)"
+
+
+def configured_tolerance(attack: str, metric: str, overrides: dict[str, float]) -> tuple[float, str]:
+    """The tolerance the ini or the built-in table gives ``attack.metric``, and which of them gave it."""
+    name = f"{attack}.{metric}"
+    for table, source in ((overrides, "ini"), (DEFAULT_TOLERANCES, "built-in default")):
+        for key in (name, metric):
+            if key in table:
+                return float(table[key]), source
+    if "default" in overrides:
+        return float(overrides["default"]), "ini"
+    return FALLBACK_TOLERANCE, "built-in default"
+
+
+def saved_tolerance(result: dict[str, Any], overrides: dict[str, float]) -> tuple[float, str]:
+    """The tolerance stored with a result in a new baseline: the assertion's own, else the configured one.
+
+    Resolved when the baseline is saved (on the main branch), so the assertion's
+    ``tolerance=`` there becomes part of the baseline, not of later runs.
+    """
+    own = figure(result.get("tolerance"))
+    if own is not None:
+        return own, "assertion"
+    return configured_tolerance(result["attack"], result["metric"], overrides)
 
 
 def tolerance_for(result: dict[str, Any], overrides: dict[str, float]) -> float:
-    """The absolute tolerance of one result (see the module docstring for the order)."""
-    own = figure(result.get("tolerance"))
-    if own is not None:
-        return own
-    name, metric = f"{result['attack']}.{result['metric']}", result["metric"]
-    for table in (overrides, DEFAULT_TOLERANCES):
-        for key in (name, metric):
-            if key in table:
-                return float(table[key])
-    return float(overrides.get("default", FALLBACK_TOLERANCE))
+    """The tolerance a baseline saved from ``result`` stores (see :func:`saved_tolerance`)."""
+    return saved_tolerance(result, overrides)[0]
+
+
+def gate_tolerance(entry: dict[str, Any], overrides: dict[str, float]) -> tuple[float, str]:
+    """The tolerance that gates a baseline ``entry``: the one stored in the baseline, else the configured one."""
+    stored = figure(entry.get("tolerance"))
+    if stored is not None:
+        tol, source = stored, "baseline"
+    else:
+        tol, source = configured_tolerance(entry["attack"], entry["metric"], overrides)
+    if not (math.isfinite(tol) and tol >= 0):
+        raise ValueError(f"baseline entry {entry.get('key')!r}: tolerance {tol!r} is not a finite number >= 0")
+    return tol, source
 
 
 def _worsening(direction: str, before: float, after: float) -> float:
@@ -54,28 +100,84 @@ def _index(report: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
     return {r["key"]: (t["nodeid"], r) for t in report.get("tests", []) for r in t.get("results", [])}
 
 
-def compare(current: dict[str, Any], baseline: dict[str, Any], overrides: dict[str, float],
-            path: str) -> dict[str, Any]:
-    """The ``baseline`` part of the report: regressions, improvements, new, vanished, passed."""
+def _uncomparable(old: dict[str, Any], new: dict[str, Any], before: float, after: float) -> str | None:
+    """Why a baseline entry and this run's result cannot be compared, or ``None``."""
+    if old["direction"] != new["direction"]:
+        return (f"the limit's direction changed from {old['direction']} (baseline) to {new['direction']} (this "
+                "run), so 'worse' means opposite things; if the assertion really changed, re-save the baseline "
+                "on the main branch")
+    if math.isnan(before):
+        return "the baseline's value is NaN; re-save the baseline on the main branch"
+    if math.isnan(after):
+        return "this run's value is NaN; check what the model or scorer returned"
+    return None
+
+
+def _tolerance_notes(key: str, result: dict[str, Any], tol: float, source: str,
+                     overrides: dict[str, float]) -> list[str]:
+    notes = []
+    own = figure(result.get("tolerance"))
+    if own is not None and own != tol:
+        notes.append(f"{key}: this run asks tolerance {_num(own)}, the gate uses {_num(tol)} ({source}); "
+                     "tolerances come from the baseline or the ini, never from the run under test (re-save the "
+                     "baseline on the main branch to adopt a new one)")
+    if source == "baseline":
+        ini, ini_source = configured_tolerance(result["attack"], result["metric"], overrides)
+        if ini_source == "ini" and ini != tol:
+            notes.append(f"{key}: the ini privleak_tolerance gives {_num(ini)}, the baseline stores {_num(tol)}, "
+                         "which applies (re-save the baseline to adopt the ini value)")
+    return notes
+
+
+def compare(current: dict[str, Any], baseline: dict[str, Any], overrides: dict[str, float], path: str, *,
+            allow_missing: bool = False, errors: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+    """The ``baseline`` part of the report: regressions, improvements, invalid, new, missing, verdict.
+
+    ``errors`` are problems found before comparing (e.g. unusable keys); they fail the gate.
+    """
     now, before = _index(current), _index(baseline)
-    regressions, improvements = [], []
+    regressions, improvements, invalid, notes = [], [], [], []
     for key, (nodeid, result) in now.items():
         if key not in before:
             continue
         old = before[key][1]
-        tol = tolerance_for(result, overrides)
+        tol, source = gate_tolerance(old, overrides)
         b, a = figure(old["value"]), figure(result["value"])
         change = {"key": key, "nodeid": nodeid, "metric": f"{result['attack']}.{result['metric']}",
                   "label": result.get("label") or "", "direction": result["direction"],
-                  "before": b, "after": a, "tolerance": tol}
+                  "before": b, "after": a, "tolerance": tol, "tolerance_source": source}
+        reason = _uncomparable(old, result, b, a)
+        if reason:
+            invalid.append({**change, "reason": reason})
+            continue
         worse = _worsening(result["direction"], b, a)
         if worse > tol + _EPS:
             regressions.append(change)
         elif -worse > tol + _EPS:
             improvements.append(change)
-    return {"path": str(path), "passed": not regressions, "regressions": regressions,
-            "improvements": improvements, "new": sorted(set(now) - set(before)),
-            "vanished": sorted(set(before) - set(now)), "compared": len(set(now) & set(before))}
+        notes += _tolerance_notes(key, result, tol, source, overrides)
+    comparison = {"path": str(path), "passed": False, "regressions": regressions, "improvements": improvements,
+                  "invalid": invalid, "new": sorted(set(now) - set(before)),
+                  "vanished": sorted(set(before) - set(now)), "compared": len(set(now) & set(before)),
+                  "allow_missing": bool(allow_missing), "errors": list(errors), "notes": notes}
+    comparison["passed"] = gate_exit(comparison) is None
+    return comparison
+
+
+def failed_comparison(path: str, error: str) -> dict[str, Any]:
+    """The ``baseline`` part when the comparison itself could not run: the gate fails, naming why."""
+    return {"path": str(path), "passed": False, "regressions": [], "improvements": [], "invalid": [], "new": [],
+            "vanished": [], "compared": 0, "allow_missing": False, "errors": [error], "notes": []}
+
+
+def gate_exit(comparison: dict[str, Any]) -> pytest.ExitCode | None:
+    """The exit status the gate asks for: tests failed for a regression, usage error for an invalid comparison."""
+    if comparison.get("regressions"):
+        return pytest.ExitCode.TESTS_FAILED
+    missing = comparison.get("vanished") and not comparison.get("allow_missing")
+    if comparison.get("invalid") or comparison.get("errors") or missing or not comparison.get("compared"):
+        return pytest.ExitCode.USAGE_ERROR
+    return None
 
 
 def _num(x: float) -> str:
@@ -85,30 +187,55 @@ def _num(x: float) -> str:
 
 
 def describe_change(change: dict[str, Any]) -> str:
-    """``tests/x.py::t cea.accuracy [pin]: 0.100 -> 0.400 (worse by 0.300 > tolerance 0.050; must not grow)``."""
+    """``t.py::t cea.accuracy [pin]: before 0.100, after 0.400 (moved 0.300, tolerance 0.050 (baseline); ...)``."""
     label = f" [{change['label']}]" if change.get("label") else ""
     before, after, tol = figure(change["before"]), figure(change["after"]), figure(change["tolerance"])
     moved = abs(_worsening(change["direction"], before, after))
     rule = "must not grow" if change["direction"] == "at_most" else "must not shrink"
+    source = f" ({change['tolerance_source']})" if change.get("tolerance_source") else ""
     return (f"{change['nodeid']} {change['metric']}{label}: before {_num(before)}, after {_num(after)} "
-            f"(moved {_num(moved)}, tolerance {_num(tol)}; {rule})")
+            f"(moved {_num(moved)}, tolerance {_num(tol)}{source}; {rule})")
+
+
+def _missing_fix(path: str) -> str:
+    return ("  fix: run the tests that record these results (were they skipped, deselected with -k/-m, or did "
+            "they stop before recording?); if a result's label changed, give the assertion a stable name= and "
+            f"re-save the baseline on the main branch with `pytest --privleak-save-baseline {path}`; to gate only "
+            f"what this run measured, pass {ALLOW_MISSING_HOW}")
 
 
 def gate_lines(comparison: dict[str, Any]) -> list[str]:
     """Human summary of the gate, used by the terminal summary and summary.md."""
     path = comparison["path"]
-    regressions = comparison["regressions"]
-    lines = []
+    regressions, invalid = comparison.get("regressions", []), comparison.get("invalid", [])
+    missing, allowed = comparison.get("vanished", []), comparison.get("allow_missing", False)
+    compared = comparison.get("compared", 0)
+    # Root causes first: an unusable key explains the missing and new entries below it.
+    lines = [f"privleak baseline gate FAILED: {error}" for error in comparison.get("errors", [])]
     if regressions:
         lines.append(f"privleak baseline gate FAILED: {len(regressions)} result(s) leak more than in {path} "
                      "beyond tolerance")
         lines += [f"  REGRESSION {describe_change(c)}" for c in regressions]
-    else:
-        lines.append(f"privleak baseline gate passed: {comparison.get('compared', 0)} result(s) compared with "
-                     f"{path}, none worse than its tolerance")
-    lines += [f"  improved   {describe_change(c)}" for c in comparison["improvements"]]
-    lines += [f"  new (not in baseline, not gated): {key}" for key in comparison["new"]]
-    lines += [f"  vanished (in baseline, not in this run): {key}" for key in comparison["vanished"]]
-    if comparison.get("compared", 0) == 0 and comparison["vanished"]:
-        lines.append(f"  no result in common with {path}: is it the baseline of this test suite?")
+    if invalid:
+        lines.append(f"privleak baseline gate FAILED: {len(invalid)} result(s) cannot be compared with {path}")
+        lines += [f"  INVALID {c['nodeid']} {c['metric']}"
+                  + (f" [{c['label']}]" if c.get("label") else "") + f": {c['reason']}" for c in invalid]
+    if missing and not allowed:
+        one = len(missing) == 1
+        lines.append(f"privleak baseline gate FAILED: {len(missing)} baseline entr{'y' if one else 'ies'} of {path} "
+                     f"{'has' if one else 'have'} no result in this run, so {'it was' if one else 'they were'} "
+                     "not compared")
+        lines += [f"  MISSING {key}" for key in missing]
+        lines.append(_missing_fix(path))
+    if not compared and (missing or not comparison.get("errors")):
+        lines.append(f"privleak baseline gate FAILED: nothing was compared: no result of this run has a "
+                     f"counterpart in {path}; is it the baseline of this test suite?")
+    if comparison.get("passed"):
+        lines.append(f"privleak baseline gate passed: {compared} result(s) compared with {path}, none worse "
+                     "than its tolerance")
+    if missing and allowed:
+        lines += [f"  missing, allowed by --privleak-allow-missing (not gated): {key}" for key in missing]
+    lines += [f"  improved   {describe_change(c)}" for c in comparison.get("improvements", [])]
+    lines += [f"  new (not in baseline, not gated): {key}" for key in comparison.get("new", [])]
+    lines += [f"  note: {note}" for note in comparison.get("notes", [])]
     return lines

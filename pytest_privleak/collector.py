@@ -23,6 +23,7 @@ A test marked xfail whose assertion failed is recorded with outcome
 """
 from __future__ import annotations
 
+import copy
 import json
 import os
 from dataclasses import asdict, dataclass, field
@@ -35,6 +36,9 @@ from .report.model import decode_result, encode
 from .results import LeakResult
 
 PAYLOAD_KEY = "privleak"
+#: Summary lines printed in bold red.
+_ALARMS = ("REGRESSION", "INVALID", "MISSING", "privleak baseline gate FAILED", "privleak baseline NOT saved",
+           "worker", "privleak could", "privleak:")
 
 
 @dataclass
@@ -190,45 +194,104 @@ class ResultCollector(Recorder):
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        from .report.model import encode
+        """Build the report, decide the gate, run the report hook, write the files, set the exit status.
 
+        Never raises: whatever goes wrong here (a bug, a user's report hook, a
+        full disk) is named in the terminal summary, the rest is still written,
+        and the run fails through its exit status.
+        """
         settings = self.settings
         if not (self.tests or settings.report_dir or settings.baseline or settings.save_baseline):
             return
-        report = self.build()
-        if self.baseline is not None:
-            from .baseline import compare
-
-            report["baseline"] = encode(compare(report, self.baseline, settings.tolerances,
-                                                str(settings.baseline)))
-        self.config.hook.pytest_privleak_report(config=self.config, report=report)
+        try:
+            report = self.build()
+        except Exception as exc:  # a bug of ours: say so, fail the run, do not crash pytest
+            self.errors.append(f"privleak could not build its report ({type(exc).__name__}: {exc}); "
+                               "no report was written, please report this as a bug")
+            self._set_exit(session, pytest.ExitCode.INTERNAL_ERROR)
+            return
+        status = self._gate(report)
+        decided = copy.deepcopy(report["baseline"])
+        try:
+            self.config.hook.pytest_privleak_report(config=self.config, report=report)
+        except Exception as exc:
+            self.errors.append(f"privleak: a pytest_privleak_report hook raised {type(exc).__name__}: {exc}; "
+                               "the report is written with the changes made before it")
+        report["baseline"] = decided  # the gate's verdict is decided; hooks cannot change it
         self.report = report
-        self._write(report)
-        gate_failed = bool(report.get("baseline") and report["baseline"]["regressions"])
-        if (gate_failed or self.errors) and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        saved = self._write(report)
+        if status is None and not saved:
+            status = pytest.ExitCode.USAGE_ERROR  # the baseline to save has unusable keys or no result
+        if status is None and self.errors:
+            status = pytest.ExitCode.TESTS_FAILED
+        self._set_exit(session, status)
 
-    def _write(self, report: dict[str, Any]) -> None:
+    @staticmethod
+    def _set_exit(session: pytest.Session, status: pytest.ExitCode | None) -> None:
+        if status is not None and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = status
+
+    def _gate(self, report: dict[str, Any]) -> pytest.ExitCode | None:
+        """Compare with the baseline (if any) into ``report["baseline"]``; the exit status it asks for."""
+        from .baseline import compare, failed_comparison, gate_exit
+        from .report.keys import key_problems
+        from .report.model import encode
+
+        settings = self.settings
+        if self.baseline is None:
+            return None
+        problems = key_problems(report["tests"])
+        path = str(settings.baseline)
+        try:
+            comparison = compare(report, self.baseline, settings.tolerances, path,
+                                 allow_missing=settings.allow_missing, errors=problems)
+        except Exception as exc:
+            comparison = failed_comparison(path, f"the comparison could not run ({type(exc).__name__}: {exc}); "
+                                                 "please report this as a bug")
+        report["baseline"] = encode(comparison)
+        return gate_exit(comparison)
+
+    def _write(self, report: dict[str, Any]) -> bool:
+        """Write the report folder and the baseline asked for; ``False`` if the baseline was refused."""
+        from .report.baseline_file import baseline_to_save
         from .report.writer import write_baseline, write_report
 
         settings = self.settings
-        try:
-            if settings.report_dir is not None:
+        if settings.report_dir is not None:
+            try:
                 self.written.update(write_report(report, settings.report_dir))
-            if settings.save_baseline is not None:
-                self.written["baseline"] = write_baseline(report, settings.save_baseline)
+            except OSError as exc:
+                self.errors.append(f"privleak could not write its report: {exc}; check that the folder is "
+                                   "writable")
+            except Exception as exc:
+                self.errors.append(f"privleak could not write its report ({type(exc).__name__}: {exc}); "
+                                   "please report this as a bug")
+        if settings.save_baseline is None:
+            return True
+        try:
+            baseline, problems = baseline_to_save(report, settings.tolerances)
+            if problems:
+                self.errors += [f"privleak baseline NOT saved to {settings.save_baseline}: {p}" for p in problems]
+                return False
+            self.written["baseline"] = write_baseline(baseline, settings.save_baseline)
         except OSError as exc:
-            self.errors.append(f"privleak could not write its report: {exc}; check that the folder is writable")
+            self.errors.append(f"privleak could not write the baseline {settings.save_baseline}: {exc}; check "
+                               "that the folder is writable")
+        except Exception as exc:
+            self.errors.append(f"privleak could not save the baseline {settings.save_baseline} "
+                               f"({type(exc).__name__}: {exc}); please report this as a bug")
+        return True
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         from .report.terminal import report_lines
 
         if self.report is None:
-            return
-        lines = report_lines(self.report, self.collected, self.written, self.errors)
+            lines = list(self.errors)
+        else:
+            lines = report_lines(self.report, self.collected, self.written, self.errors)
         if not lines:
             return
         terminalreporter.section("privleak results")
         for line in lines:
-            markup = {"red": True, "bold": True} if line.lstrip().startswith(("REGRESSION", "privleak baseline gate FAILED", "worker", "privleak could")) else {}
+            markup = {"red": True, "bold": True} if line.lstrip().startswith(_ALARMS) else {}
             terminalreporter.write_line(line, **markup)

@@ -45,5 +45,8 @@ def pytest_privleak_report(config: "pytest.Config", report: dict[str, Any]) -> N
     ``pytest_privleak/report/schema.json``); mutate it in place to change or
     extend the report: added keys are kept in report.json and the baseline
     file, and changed results show in index.html and summary.md. The baseline
-    gate has already been decided (``report["baseline"]``) when this is called.
+    gate has already been decided (``report["baseline"]``) when this is called,
+    and that part is restored after the hook: a hook cannot change the verdict.
+    An exception raised here is reported and fails the run; the report is
+    still written.
     """

@@ -39,12 +39,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write report.json, index.html and summary.md to DIR (default privleak-report/); "
                          "write it as --privleak-report=DIR")
     group.addoption("--privleak-baseline", dest="privleak_baseline", default=None, metavar="PATH",
-                    help="fail the run when a result leaks more than in this stored report.json, "
-                         "beyond its tolerance")
+                    help="fail the run when a result leaks more than in this stored baseline beyond its "
+                         "tolerance, or when a baseline entry has no result in this run")
+    group.addoption("--privleak-allow-missing", dest="privleak_allow_missing", action="store_true",
+                    default=False,
+                    help="baseline entries with no result in this run (skipped, deselected) are listed, "
+                         "not failed")
     group.addoption("--privleak-save-baseline", dest="privleak_save_baseline", default=None, metavar="PATH",
                     help="write this run's results as a baseline file (a report.json) to PATH")
     parser.addini("privleak_tolerance", "baseline gate tolerances, one 'attack.metric=T', 'metric=T' or "
                   "'default=T' a line", type="linelist", default=[])
+    parser.addini("privleak_allow_missing", "default for --privleak-allow-missing", type="bool", default=False)
     parser.addini("privleak_device", "default for --privleak-device", default="")
     parser.addini("privleak_devices", "default for --privleak-devices", default="")
     parser.addini("privleak_seed", "default for --privleak-seed", default="")
@@ -68,12 +73,14 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     baseline = None
     if settings.baseline is not None:
-        from .report.model import ReportFileError, load_report
+        from .report.baseline_file import load_baseline, write_refusal_report
+        from .report.model import ReportFileError
 
         try:
-            baseline = load_report(settings.baseline)
-        except ReportFileError as exc:
-            raise pytest.UsageError(str(exc)) from None
+            baseline = load_baseline(settings.baseline)
+        except ReportFileError as exc:  # refused before any test runs; the report folder says why
+            written = write_refusal_report(settings, str(exc))
+            raise pytest.UsageError(str(exc) + (f" (also written to {written})" if written else "")) from None
     from .collector import ResultCollector
 
     config.pluginmanager.register(ResultCollector(config, settings, baseline), "privleak-collector")

@@ -60,11 +60,27 @@ class LeakResult:
     def __post_init__(self) -> None:
         if self.direction not in ("at_most", "at_least"):
             raise ValueError(f"direction must be 'at_most' or 'at_least', got {self.direction!r}")
-        if self.value is None or (isinstance(self.value, float) and math.isnan(self.value)):
+        self.value = self._figure("value", self.value)
+        if math.isnan(self.value):
             raise ValueError(f"{self.attack}/{self.metric}: the measured value is NaN; the model or scorer "
                              "returned non-finite scores, check its outputs")
+        if self.threshold is not None:
+            self.threshold = self._figure("threshold", self.threshold)
+            if math.isnan(self.threshold):
+                raise ValueError(f"{self.attack}/{self.metric}: the threshold is NaN, so no value could pass or "
+                                 "fail it; give the limit as a number")
         if self.interval is not None:
             self.interval = (float(self.interval[0]), float(self.interval[1]))
+
+    def _figure(self, what: str, x: Any) -> float:
+        """``x`` as a plain float (numpy scalars and one-element tensors too, so NaN checks and JSON work)."""
+        if x is None or isinstance(x, (bool, str, bytes)):
+            raise TypeError(f"{self.attack}/{self.metric}: {what} must be a number, got {x!r}")
+        try:
+            return float(x)
+        except (TypeError, ValueError):
+            raise TypeError(f"{self.attack}/{self.metric}: {what} must be a number (a float, a numpy scalar or a "
+                            f"one-element tensor), got {type(x).__name__}") from None
 
     @property
     def passed(self) -> bool:

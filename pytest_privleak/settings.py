@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from .device import parse_device, parse_device_list
 
 
@@ -21,6 +23,7 @@ class Settings:
     baseline: Path | None = None
     save_baseline: Path | None = None
     tolerances: dict[str, float] = field(default_factory=dict)
+    allow_missing: bool = False
 
 
 def parse_seed(value: object, *, option: str = "--privleak-seed") -> int:
@@ -104,5 +107,11 @@ def read_settings(config) -> Settings:
         raise ValueError(f"--privleak-save-baseline={str(save_baseline)!r} is a folder; give a file path "
                          "such as .privleak/baseline.json")
     tolerances = parse_tolerances(config.getini("privleak_tolerance"))
+    try:
+        allow_missing = bool(config.getoption("privleak_allow_missing") or config.getini("privleak_allow_missing"))
+    except (ValueError, pytest.UsageError) as exc:  # pytest's message does not name the option
+        raise ValueError(f"ini option privleak_allow_missing is not a boolean ({exc}); write "
+                         "privleak_allow_missing = true (or false)") from None
     return Settings(device=device, devices=devices, seed=seed, cache_dir=cache_dir, report_dir=report_dir,
-                    baseline=baseline, save_baseline=save_baseline, tolerances=tolerances)
+                    baseline=baseline, save_baseline=save_baseline, tolerances=tolerances,
+                    allow_missing=allow_missing)

@@ -116,7 +116,7 @@ def test_report_json_carries_each_results_fields(suite):
     assert tests["test_suite.py::test_exposure_leaks"]["results"][0]["evidence"] == {"rank": 1}
     assert (suite.path / "privleak-report" / "index.html").is_file()
     md = (suite.path / "privleak-report" / "summary.md").read_text()
-    assert "| \u274c FAIL | test_suite.py::test_exposure_leaks | exposure.exposure |" in md
+    assert "| \u274c FAIL | `test_suite.py::test_exposure_leaks` | `exposure.exposure` |" in md
 
 
 def test_github_step_summary_gets_the_markdown_and_junitxml_gets_the_headline_figures(suite, monkeypatch):

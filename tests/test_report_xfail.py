@@ -54,7 +54,7 @@ def test_xfailed_leaks_are_expected_not_counted_but_shown_everywhere():
     md = render_markdown(report)
     assert md.startswith("## pytest-privleak: **1 of 3 result(s) leak beyond their limit**; "
                          "1 expected leak(s) (xfail)")
-    assert f"| {EXPECTED_LEAK} | t.py::test_known | cea.accuracy |" in md
+    assert f"| {EXPECTED_LEAK} | `t.py::test_known` | `cea.accuracy` |" in md
     lines = summary_lines(collector.collected)
     assert any(line.startswith(EXPECTED_LEAK) and "test_known" in line for line in lines)
     assert any(line.startswith("FAIL") and "test_new" in line for line in lines)

@@ -46,6 +46,28 @@ def test_nan_value_is_a_clear_error():
         LeakResult("exposure", "exposure_bits", math.nan)
 
 
+@pytest.mark.parametrize("make", [lambda: __import__("numpy").float32("nan"),
+                                  lambda: __import__("torch").tensor(float("nan"))],
+                         ids=["numpy float32", "torch tensor"])
+def test_nan_value_of_numpy_or_torch_is_refused_too(make):
+    # isinstance(np.float32(nan), float) is False: such a NaN used to be accepted and reported
+    with pytest.raises(ValueError, match=r"membership/auc: the measured value is NaN.*check its outputs"):
+        LeakResult("membership", "auc", make())
+
+
+def test_figures_become_plain_floats_and_non_numbers_are_refused():
+    import numpy as np
+    import torch
+
+    r = LeakResult("cea", "accuracy", np.float32(0.25), threshold=torch.tensor(0.5))
+    assert type(r.value) is float and type(r.threshold) is float and r.to_json()["value"] == 0.25
+    for bad in (None, "0.5", True, np.array([0.1, 0.2])):
+        with pytest.raises(TypeError, match="cea/accuracy: value must be a number"):
+            LeakResult("cea", "accuracy", bad)
+    with pytest.raises(ValueError, match="cea/accuracy: the threshold is NaN.*give the limit as a number"):
+        LeakResult("cea", "accuracy", 0.1, threshold=math.nan)
+
+
 def test_bad_direction_is_rejected():
     with pytest.raises(ValueError, match="direction"):
         LeakResult("x", "y", 1.0, direction="below")

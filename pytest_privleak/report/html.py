@@ -177,6 +177,22 @@ def _details(report: dict[str, Any]) -> str:
     return "".join(parts) or '<p class="meta">No results.</p>'
 
 
+def _gate_failures(base: dict[str, Any]) -> str:
+    """``2 result(s) leak more than in the baseline beyond tolerance, 1 baseline entry missing``."""
+    found = []
+    if base.get("regressions"):
+        found.append(f'{len(base["regressions"])} result(s) leak more than in the baseline beyond tolerance')
+    if base.get("invalid"):
+        found.append(f'{len(base["invalid"])} result(s) cannot be compared')
+    if base.get("vanished") and not base.get("allow_missing"):
+        found.append(f'{len(base["vanished"])} baseline entr{"y" if len(base["vanished"]) == 1 else "ies"} '
+                     "with no result in this run")
+    if not base.get("compared"):
+        found.append("nothing was compared")
+    found += list(base.get("errors") or [])
+    return "; ".join(found) or "see the terminal summary"
+
+
 def _banner(report: dict[str, Any]) -> str:
     s = report["summary"]
     crashed = [w for w in report["run"]["workers"] if w["status"] == "crashed"]
@@ -193,11 +209,12 @@ def _banner(report: dict[str, Any]) -> str:
                      f'{len(s.get("expected_leaking", []))} test(s) marked xfail: shown in the table, '
                      "not counted above.</div>")
     if base is not None:
-        if base["regressions"]:
-            parts.append(f'<div class="banner leak">Baseline gate FAILED: {len(base["regressions"])} result(s) '
-                         f'leak more than in {_e(base["path"])} beyond tolerance.</div>')
+        if base.get("passed"):
+            parts.append(f'<div class="banner ok">Baseline gate passed against {_e(base["path"])} '
+                         f'({_e(base.get("compared", 0))} result(s) compared).</div>')
         else:
-            parts.append(f'<div class="banner ok">Baseline gate passed against {_e(base["path"])}.</div>')
+            parts.append(f'<div class="banner leak">Baseline gate FAILED against {_e(base["path"])}: '
+                         f"{_e(_gate_failures(base))}.</div>")
     for w in crashed:
         where = f' while running {_e(w["crashed_test"])}' if w.get("crashed_test") else ""
         parts.append(f'<div class="banner warn">Worker {_e(w["id"])} crashed{where}: {_e(w.get("error"))}. '

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..atomic import write_text_atomic
 from .model import dumps
+from .structure import check_structure
 
 SCHEMA_FILE = "schema.json"
 
@@ -20,16 +21,19 @@ def schema() -> dict[str, Any]:
 
 
 def validate(report: dict[str, Any]) -> None:
-    """Check ``report`` against the schema; ``ValueError`` naming the first bad path.
+    """Check ``report``; ``ValueError`` naming the first bad entry or path.
 
-    Uses ``jsonschema`` when installed (the ``test`` extra); without it only the
-    top-level identity is checked.
+    Always runs the hand-written structural check of the fields the baseline gate
+    reads (:func:`structure.check_structure`), so a baseline is checked even where
+    ``jsonschema`` (the ``test`` extra) is missing; then the full JSON Schema when
+    ``jsonschema`` is installed.
     """
+    if not isinstance(report, dict) or report.get("schema") != schema()["properties"]["schema"]["const"]:
+        raise ValueError("at (top level): not a pytest-privleak report")
+    check_structure(report)
     try:
         import jsonschema
-    except ImportError:  # pragma: no cover - exercised only without the test extra
-        if report.get("schema") != schema()["properties"]["schema"]["const"]:
-            raise ValueError("not a pytest-privleak report") from None
+    except ImportError:
         return
     validator = jsonschema.Draft202012Validator(schema())
     error = jsonschema.exceptions.best_match(validator.iter_errors(report))

@@ -1,24 +1,55 @@
 """summary.md: the summary table in GitHub-flavoured Markdown (also for ``$GITHUB_STEP_SUMMARY``).
 
-Cells are HTML-escaped and pipes are backslash-escaped, because GitHub renders
-HTML inside Markdown and a canary text must not break the table or the page.
+Every text that comes from data (test ids, canary text and labels, metric
+names, worker errors, paths) is shown inside a code span, so nothing in it is
+Markdown: links and images stay text, HTML tags stay text, ``*``/``_`` make no
+emphasis, and GitHub's bare-URL and e-mail autolinks do not apply. A code span
+is fenced with one more backtick than the longest run of backticks in the
+text; inside the table, pipes are written ``\\|`` (GFM unescapes them within
+code spans of a table cell). Backslash-escaping alone is not enough: GitHub
+still autolinks ``a\\@b\\.com``. The gate lines go in a fenced block whose
+fence is longer than any backtick run in them, so no text can close it.
 """
 from __future__ import annotations
 
 import os
-from html import escape
+import re
 from pathlib import Path
 from typing import Any
 
 from ..baseline import gate_lines
 from .html import _interval, _limit, _num
-from .model import shown_verdict
+from .model import EXPECTED_LEAK, shown_verdict
 
 ICONS = {"FAIL": "\u274c FAIL", "pass": "\u2705 pass", "measured": "\u2139\ufe0f measured"}
+_BACKTICKS = re.compile(r"`+")
+
+
+def _longest_backtick_run(text: str) -> int:
+    return max((len(m) for m in _BACKTICKS.findall(text)), default=0)
+
+
+def code(text: Any, *, in_table: bool = False) -> str:
+    """``text`` as an inert inline code span (empty text gives an empty string)."""
+    text = "" if text is None else " ".join(str(text).split("\n")).replace("\r", " ")
+    if not text:
+        return ""
+    if in_table:
+        text = text.replace("|", "\\|")
+    fence = "`" * (_longest_backtick_run(text) + 1)
+    # CommonMark strips one space from each end when both are there; pad so the text survives intact.
+    pad = " " if text[0] in "` " or text[-1] in "` " else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _cell(text: Any) -> str:
-    return escape("" if text is None else str(text), quote=False).replace("|", "\\|").replace("\n", " ")
+    return code(text, in_table=True)
+
+
+def fenced(lines: list[str]) -> list[str]:
+    """A fenced code block holding ``lines`` verbatim; its fence is longer than any backtick run in them."""
+    fence = "`" * max(3, max((_longest_backtick_run(line) for line in lines), default=0) + 1)
+    return [fence, *lines, fence]
 
 
 def render_markdown(report: dict[str, Any], report_path: str | None = None) -> str:
@@ -33,21 +64,21 @@ def render_markdown(report: dict[str, Any], report_path: str | None = None) -> s
     for test in report["tests"]:
         for r in test["results"]:
             shown = shown_verdict(test["outcome"], r)
-            lines.append("| " + " | ".join(_cell(c) for c in (
-                ICONS.get(shown, shown), test["nodeid"], r["name"], r.get("label"),
+            icon = ICONS.get(shown) or (shown if shown == EXPECTED_LEAK else _cell(shown))
+            lines.append("| " + " | ".join((
+                icon, _cell(test["nodeid"]), _cell(r["name"]), _cell(r.get("label")),
                 _num(r["value"]), _interval(r), _limit(r), _num(r.get("chance")))) + " |")
         if not test["results"]:
             lines.append(f"| {_cell(test['outcome'])} | {_cell(test['nodeid'])} | | no result recorded | | | | |")
     for w in report["run"]["workers"]:
         if w["status"] == "crashed":
-            lines += ["", f"> **worker {_cell(w['id'])} crashed**"
-                      + (f" while running `{_cell(w['crashed_test'])}`" if w.get("crashed_test") else "")
-                      + f": {_cell(w.get('error'))}"]
+            lines += ["", f"> **worker {code(w['id'])} crashed**"
+                      + (f" while running {code(w['crashed_test'])}" if w.get("crashed_test") else "")
+                      + f": {code(w.get('error'))}"]
     if report.get("baseline") is not None:
-        # Backticks from labels would close the fence early.
-        lines += ["", "```", *(line.replace("`", "'") for line in gate_lines(report["baseline"])), "```"]
+        lines += ["", *fenced(gate_lines(report["baseline"]))]
     if report_path:
-        lines += ["", f"Full report: `{_cell(report_path)}`"]
+        lines += ["", f"Full report: {code(report_path)}"]
     return "\n".join(lines) + "\n"
 
 

@@ -8,7 +8,13 @@ Shape (versioned by :data:`SCHEMA_VERSION`, described by ``schema.json``)::
                  "expected_leaks", "expected_leaking"},
      "tests": [{"nodeid", "outcome", "duration", "worker", "device", "seed",
                 "results": [{"key", "name", LeakResult fields..., "device", "seed", "target_hash"}]}],
-     "baseline": null | {"path", "regressions", "improvements", "new", "vanished", "passed"}}
+     "baseline": null | {"path", "passed", "compared", "regressions", "improvements", "invalid", "new",
+                         "vanished", "allow_missing", "errors", "notes"}}
+
+A baseline file is such a report whose results' ``tolerance`` is the one that
+gates them, resolved when it was saved (with ``tolerance_source``); see
+:mod:`pytest_privleak.baseline` and :mod:`.baseline_file`. Attack and metric
+names are free strings: a new attack or metric needs no schema change.
 
 A test's ``outcome`` is passed, failed, skipped, xfailed, error or crashed.
 ``failed`` and ``leaking`` leave out failing results of tests marked xfail: those
@@ -165,31 +171,46 @@ def dumps(report: dict[str, Any]) -> str:
 
 
 def load_report(path: str | Path) -> dict[str, Any]:
-    """Read a stored report.json (a baseline); raise :class:`ReportFileError` naming the file and the fix."""
+    """Read a stored report.json (a baseline); raise :class:`ReportFileError` naming the file and the fix.
+
+    Every problem is reported here, when the file is read (the plugin reads a
+    baseline at start-up): a missing or unreadable file, bytes that are not
+    UTF-8, text that is not JSON, another document, another version, or a
+    structure the gate cannot read (checked by hand, and by the JSON Schema
+    when ``jsonschema`` is installed).
+    """
     path = Path(path)
     fix = (f"regenerate it on the main branch with `pytest --privleak-save-baseline {path}` "
            "(or point --privleak-baseline at a report.json written by --privleak-report)")
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise ReportFileError(f"privleak baseline {path} does not exist; {fix}") from None
     except OSError as exc:
         raise ReportFileError(f"privleak baseline {path} cannot be read ({exc}); {fix}") from None
     try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ReportFileError(f"privleak baseline {path} is not UTF-8 text (byte {exc.start}: {exc.reason}); "
+                              f"{fix}") from None
+    try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ReportFileError(f"privleak baseline {path} is not JSON (line {exc.lineno}: {exc.msg}); "
                               f"{fix}") from None
+    except RecursionError:
+        raise ReportFileError(f"privleak baseline {path} is nested too deeply to be a report; {fix}") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA_ID:
         raise ReportFileError(f"privleak baseline {path} is not a pytest-privleak report (no "
                               f"\"schema\": \"{SCHEMA_ID}\"); {fix}")
     if data.get("version") != SCHEMA_VERSION:
         raise ReportFileError(f"privleak baseline {path} has report version {data.get('version')!r}, this "
                               f"plugin reads version {SCHEMA_VERSION}; {fix}")
-    try:
-        from .json_writer import validate
+    from .json_writer import validate
 
+    try:
         validate(data)
     except ValueError as exc:
-        raise ReportFileError(f"privleak baseline {path} does not match the report schema ({exc}); {fix}") from None
+        raise ReportFileError(f"privleak baseline {path} does not match the report schema ({exc}); "
+                              f"fix that entry or {fix}") from None
     return data
