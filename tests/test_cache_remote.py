@@ -302,3 +302,28 @@ def test_non_finite_weights_with_a_rewritten_manifest_are_refused_by_the_loader(
     b = _host(url, tmp_path, "host-b", on_mismatch="error")
     with pytest.raises(CacheEntryError, match=r"weight 'w'.*(NaN|non-finite)"):
         b.get_or_build(KEY, lambda: pytest.fail("must not build"), save, load)
+
+
+# --------------------------------------------------------------------------- a real target
+
+def test_a_real_target_trained_on_one_host_gives_the_same_figures_on_another(tmp_path, url):
+    """A tiny joint BiLSTM-CRF through the URL cache: host-b loads it (never trains) and scores identically."""
+    np = pytest.importorskip("numpy")
+    pytest.importorskip("torch")
+    from pytest_privleak.canaries import canary, inject_canaries
+    from pytest_privleak.data.synthetic import generate_snips_like
+    from pytest_privleak.targets import train_target
+
+    data = inject_canaries(generate_snips_like(n_train=60, n_valid=15, n_test=15, seed=4),
+                           canary("pin", 4, seed=1), repeats=10)
+    tiny = dict(epochs=2, batch_size=16, embedding_dim=8, hidden_dim=8, char_dim=4, char_filters=6)
+
+    def on(host):
+        return train_target("joint-bilstm-crf", data, cache=_host(url, tmp_path, host), seed=0, progress=False,
+                            **tiny)
+
+    first, second = on("host-a"), on("host-b")
+    assert (first.loaded_from_cache, second.loaded_from_cache) == (False, True)
+    assert second.content_hash == first.content_hash
+    np.testing.assert_array_equal(second.score(data.test), first.score(data.test))
+    assert _remote_files(url) and all(not f.endswith(".lease.json") for f in _remote_files(url))
