@@ -64,7 +64,7 @@ def test_three_file_errors_name_file_line_and_fix(tmp_path, overrides, file, lin
     message = str(err)
     assert str(tmp_path / "train" / file) in message and fragment in message and "fix:" in message
     if line is not None:
-        assert f"line {line}:" in message
+        assert f"{tmp_path / 'train' / file}:{line}:" in message
 
 
 def test_three_file_dataset_errors(tmp_path):
@@ -108,13 +108,13 @@ def test_jsonl_folder_of_split_files(tmp_path):
     ({"tokens": "a b", "tags": "O I-x", "intent": "X"}, "tag 2 ('I-x') follows 'O'"),
     ({"tokens": "a b", "tags": "B-y I-x", "intent": "X"}, "follows 'B-y'"),
     ({"tokens": "a b", "tags": 3, "intent": "X"}, "'tags' is int"),
-    ({"tokens": "a b", "tags": "O O", "intent": ""}, "'intent' is ''"),
+    ({"tokens": "a b", "tags": "O O", "intent": ""}, "'intent' ('') is empty"),
     ({"tokens": "", "tags": "", "intent": "X"}, "'tokens' is empty"),
 ])
 def test_jsonl_errors_name_file_line_and_fix(tmp_path, bad, fragment):
     path = write_jsonl(tmp_path / "train.jsonl", [ROW, bad])
     err = error(load_jsonl_split, path)
-    assert err.line == 2 and f"{path}, line 2:" in str(err)
+    assert err.line == 2 and f"{path}:2:" in str(err)
     assert fragment in str(err) and "fix:" in str(err)
 
 
@@ -124,7 +124,7 @@ def test_jsonl_file_level_errors(tmp_path):
     assert f"{empty}: file is empty" in str(error(load_jsonl_split, empty))
     assert "file is missing" in str(error(load_jsonl_split, tmp_path / "absent.jsonl"))
     no_split = write_jsonl(tmp_path / "a.jsonl", [ROW])
-    assert "line 1: 'split' is None" in str(error(load_jsonl, no_split))
+    assert f"{no_split}:1: 'split' is None" in str(error(load_jsonl, no_split))
     only_train = write_jsonl(tmp_path / "b.jsonl", [{**ROW, "split": "train"}])
     assert 'no line has "split": "valid"' in str(error(load_jsonl, only_train))
 
@@ -143,3 +143,23 @@ def test_generated_corpus_round_trips_through_both_formats(tmp_path):
         rows += [{**u.to_json(), "split": split} for u in utts]
     assert load_three_file(tmp_path / "three").content_hash() == corpus.content_hash()
     assert load_jsonl(write_jsonl(tmp_path / "all.jsonl", rows)).content_hash() == corpus.content_hash()
+
+
+def test_byte_order_mark_at_file_start_is_dropped_and_crlf_ends_lines(tmp_path):
+    # Before issue 12 the BOM became part of the first token ('\ufeffplay').
+    folder = tmp_path / "train"
+    folder.mkdir()
+    (folder / "seq.in").write_bytes("\ufeffplay some jazz\r\nweather in new york\r\n".encode())
+    (folder / "seq.out").write_bytes("\ufeffO O B-genre\nO O B-city I-city\n".encode())
+    (folder / "label").write_bytes(b"\xef\xbb\xbfPlayMusic\r\nGetWeather")
+    utts = load_three_file_split(folder)
+    assert [u.tokens[0] for u in utts] == ["play", "weather"] and utts[0].intent == "PlayMusic"
+    jsonl = tmp_path / "all.jsonl"
+    jsonl.write_bytes(b"\xef\xbb\xbf" + "\r\n".join(json.dumps({**ROW, "split": s}) for s in ("train", "dev")).encode())
+    assert load_jsonl(jsonl).train[0].tokens == ("play", "some", "jazz")
+
+
+def test_non_breaking_space_still_separates_tokens(tmp_path):
+    # Only line breaks, control characters and BOMs are refused; Unicode spaces split tokens as str.split does.
+    utts = load_three_file_split(write_split(tmp_path / "train", seq_in="play some\u00a0jazz\nweather in new york\n"))
+    assert utts[0].tokens == ("play", "some", "jazz")

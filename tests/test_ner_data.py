@@ -63,6 +63,13 @@ def test_folder_layout_and_missing_split(tmp_path):
     assert ds.sizes == {"train": 2, "valid": 2, "test": 0}
 
 
+def test_byte_order_mark_at_file_start_is_dropped(tmp_path):
+    # Before issue 12 the first token was '\ufeffEU'.
+    path = tmp_path / "train.txt"
+    path.write_bytes(b"\xef\xbb\xbf" + GOOD.replace("\n", "\r\n").encode())
+    assert load_conll_split(path)[0].tokens == ("EU", "rejects", "German", "call")
+
+
 def test_write_then_read_round_trip(tmp_path):
     data = generate_ner_like(n_train=20, n_valid=0, n_test=0)
     write_conll(tmp_path / "x.txt", data.train)

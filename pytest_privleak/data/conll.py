@@ -10,14 +10,18 @@ latter two are converted to BIO, the scheme the rest of the package uses.
 Sentences become :class:`~.types.Utterance` objects with the placeholder
 intent :data:`NER_INTENT`, so NER data shares the dataset type, the loaders'
 checks and the cache keys of the NLU data.  Every malformed line raises
-:class:`~.loaders.DataFormatError` naming the file, the line and the fix.
+:class:`~.textfile.DataFormatError` naming ``file:line`` and the fix; only
+``\n`` (or ``\r\n``) ends a line, and NUL, U+2028 and the other line breaks
+of ``str.splitlines``, control characters, a byte-order mark after the start
+and bytes that are not UTF-8 are such errors too.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 from .bio import BIOError, validate_bio
-from .loaders import DataFormatError, SPLIT_ALIASES
+from .loaders import SPLIT_ALIASES
+from .textfile import TEXT_FORBIDDEN, DataFormatError, decode_utf8, split_lines
 from .types import NLUDataset, Utterance
 
 NER_INTENT = "ner"
@@ -46,11 +50,7 @@ def load_conll_split(path: Path | str, *, scheme: str = "bio", tag_column: int =
         raise ValueError(f"scheme={scheme!r} is not one of {SCHEMES}")
     if not path.is_file():
         raise DataFormatError(path, None, "file is missing", "pass an existing CoNLL column file")
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise DataFormatError(path, None, f"not valid UTF-8 ({exc.reason} at byte {exc.start})",
-                              "save the file as UTF-8") from None
+    lines = split_lines(path, decode_utf8(path, path.read_bytes()), TEXT_FORBIDDEN)
     sentences: list[Utterance] = []
     tokens: list[str] = []
     tags: list[str] = []

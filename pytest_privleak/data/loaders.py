@@ -13,8 +13,12 @@ ignored.  A dataset is either one file whose objects also carry ``"split"``
 ``valid.jsonl`` (or ``dev.jsonl``) and optionally ``test.jsonl``.
 
 Every malformed input raises :class:`DataFormatError` naming the file, the
-1-based line, what is wrong and the fix.  Trailing blank lines at the end of
-a file are ignored; blank lines elsewhere are errors.
+1-based line (``file:line``), what is wrong and the fix.  Trailing blank
+lines at the end of a file are ignored; blank lines elsewhere are errors.
+Only ``\n`` (or ``\r\n``) ends a line: U+2028, U+0085 and the other
+characters ``str.splitlines`` also breaks at are errors, as are NUL, control
+characters, a byte-order mark after the start of the file and bytes that are
+not UTF-8 (see :mod:`.textfile`).
 """
 from __future__ import annotations
 
@@ -22,34 +26,13 @@ import json
 from pathlib import Path
 
 from .bio import BIOError, validate_bio
-from .types import NLUDataset, Utterance
+from .textfile import JSONL_FORBIDDEN, TEXT_FORBIDDEN, DataFormatError, character_problem, read_lines
+from .types import NLUDataset, Utterance, token_problem
+
+__all__ = ["DataFormatError", "load_jsonl", "load_jsonl_split", "load_three_file", "load_three_file_split"]
 
 THREE_FILES = ("seq.in", "seq.out", "label")
 SPLIT_ALIASES = {"train": "train", "valid": "valid", "dev": "valid", "test": "test"}
-
-
-class DataFormatError(ValueError):
-    """Malformed dataset file; ``path`` and ``line`` (1-based, or None) locate the problem."""
-
-    def __init__(self, path: Path | str, line: int | None, problem: str, fix: str) -> None:
-        where = f"{path}" if line is None else f"{path}, line {line}"
-        super().__init__(f"{where}: {problem}; fix: {fix}")
-        self.path, self.line, self.problem, self.fix = Path(path), line, problem, fix
-
-
-def _read_lines(path: Path) -> list[str]:
-    if not path.is_file():
-        raise DataFormatError(path, None, "file is missing", f"create {path.name} next to the other split files")
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise DataFormatError(path, None, f"not valid UTF-8 ({exc.reason} at byte {exc.start})",
-                              "save the file as UTF-8") from None
-    while lines and not lines[-1].strip():
-        lines.pop()
-    if not lines:
-        raise DataFormatError(path, None, "file is empty", "put one utterance per line, or remove the split")
-    return lines
 
 
 def _check_tags(path: Path, line: int, tokens: list[str], tags: list[str], tokens_from: str) -> None:
@@ -70,7 +53,7 @@ def load_three_file_split(directory: Path | str) -> tuple[Utterance, ...]:
         raise DataFormatError(directory, None, "split folder is missing",
                               f"create it with the files {', '.join(THREE_FILES)}")
     paths = [directory / name for name in THREE_FILES]
-    seq_in, seq_out, labels = (_read_lines(p) for p in paths)
+    seq_in, seq_out, labels = (read_lines(p, TEXT_FORBIDDEN) for p in paths)
     counts = {p.name: len(lines) for p, lines in zip(paths, (seq_in, seq_out, labels))}
     if len(set(counts.values())) != 1:
         shortest = min(counts, key=counts.get)
@@ -123,22 +106,45 @@ def load_three_file(directory: Path | str, name: str | None = None) -> NLUDatase
     return NLUDataset(splits["train"], splits["valid"], splits.get("test", ()), name=name or directory.name)
 
 
+_JSONL_SHAPE = '{"tokens": [...], "tags": [...], "intent": "..."}'
+
+
 def _field(path: Path, line: int, obj: dict, key: str) -> list[str]:
+    """``obj[key]`` as a list of tokens: a list of strings, or one string split on spaces."""
     if key not in obj:
-        raise DataFormatError(path, line, f"missing key {key!r}",
-                              'write {"tokens": [...], "tags": [...], "intent": "..."}')
+        raise DataFormatError(path, line, f"missing key {key!r}", f"write {_JSONL_SHAPE}")
     value = obj[key]
     if isinstance(value, str):
+        bad = TEXT_FORBIDDEN.search(value)
+        if bad:
+            where = f"at character {bad.start() + 1} of {key!r}"
+            raise DataFormatError(path, line, *character_problem(bad.group(), where))
         return value.split()
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return value
-    raise DataFormatError(path, line, f"{key!r} is {type(value).__name__}",
-                          f"give {key!r} as a list of strings or one whitespace-separated string")
+    if not isinstance(value, list):
+        raise DataFormatError(path, line, f"{key!r} is {type(value).__name__}",
+                              f"give {key!r} as a list of strings or one whitespace-separated string")
+    for i, item in enumerate(value):
+        problem = token_problem(item)
+        if problem:
+            split_it = (f"give each word its own entry in {key!r} (and its own tag)"
+                        if isinstance(item, str) and item.strip() and any(c.isspace() for c in item) else
+                        f"make every entry of {key!r} a non-empty string without whitespace or control characters")
+            raise DataFormatError(path, line, f"{key!r}[{i}] ({item!r}) {problem}", split_it)
+    return value
+
+
+def _intent(path: Path, line: int, obj: dict) -> str:
+    intent = obj.get("intent")
+    problem = "is missing" if intent is None else token_problem(intent.strip() if isinstance(intent, str) else intent)
+    if problem:
+        raise DataFormatError(path, line, f"'intent' ({intent!r}) {problem}",
+                              "give the intent as one non-empty string without spaces, e.g. \"PlayMusic\"")
+    return intent.strip()
 
 
 def _parse_jsonl(path: Path) -> list[tuple[int, dict, Utterance]]:
     rows = []
-    for i, line in enumerate(_read_lines(path), start=1):
+    for i, line in enumerate(read_lines(path, JSONL_FORBIDDEN), start=1):
         if not line.strip():
             raise DataFormatError(path, i, "line is blank", "remove blank lines between records")
         try:
@@ -148,16 +154,12 @@ def _parse_jsonl(path: Path) -> list[tuple[int, dict, Utterance]]:
                                   "write one complete JSON object per line") from None
         if not isinstance(obj, dict):
             raise DataFormatError(path, i, f"a JSON {type(obj).__name__} instead of an object",
-                                  'write one object per line: {"tokens": ..., "tags": ..., "intent": ...}')
+                                  f"write one object per line: {_JSONL_SHAPE}")
         tokens, tags = _field(path, i, obj, "tokens"), _field(path, i, obj, "tags")
         if not tokens:
             raise DataFormatError(path, i, "'tokens' is empty", "drop empty utterances")
         _check_tags(path, i, tokens, tags, "'tokens'")
-        intent = obj.get("intent")
-        if not isinstance(intent, str) or not intent.strip() or len(intent.split()) != 1:
-            raise DataFormatError(path, i, f"'intent' is {intent!r}",
-                                  "give the intent as one non-empty string without spaces")
-        rows.append((i, obj, Utterance(tuple(tokens), tuple(tags), intent.strip())))
+        rows.append((i, obj, Utterance(tuple(tokens), tuple(tags), _intent(path, i, obj))))
     return rows
 
 
@@ -175,9 +177,11 @@ def load_jsonl(path: Path | str, name: str | None = None) -> NLUDataset:
         return NLUDataset(splits["train"], splits["valid"], splits.get("test", ()), name=name or path.name)
     splits: dict[str, list[Utterance]] = {"train": [], "valid": [], "test": []}
     for i, obj, utterance in _parse_jsonl(path):
-        split = SPLIT_ALIASES.get(obj.get("split"))
+        value = obj.get("split")
+        split = SPLIT_ALIASES.get(value) if isinstance(value, str) else None
         if split is None:
-            raise DataFormatError(path, i, f"'split' is {obj.get('split')!r}",
+            kind = "" if value is None or isinstance(value, str) else f" (a JSON {type(value).__name__})"
+            raise DataFormatError(path, i, f"'split' is {value!r}{kind}",
                                   'set "split" to one of train, valid (or dev), test; '
                                   "or use one file per split in a folder")
         splits[split].append(utterance)

@@ -10,13 +10,37 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 
 from .bio import validate_bio
+from .textfile import describe_char
 
 SPLITS = ("train", "valid", "test")
+#: Characters no token may hold: whitespace (``str.split`` would cut there), control characters
+#: (NUL, the C0/C1 line breaks) and the byte-order mark.
+_NOT_IN_TOKEN = re.compile(r"[\s\x00-\x1f\x7f-\x9f\ufeff]")
+
+
+def token_problem(token: object) -> str | None:
+    """Why ``token`` cannot be a token (or a tag, or an intent), or ``None`` when it can.
+
+    A token is a non-empty string without whitespace, control characters or a
+    byte-order mark; the reason names the offending character by code point,
+    since most of them are invisible when printed.
+    """
+    if not isinstance(token, str):
+        return f"is not a string but {type(token).__name__}"
+    if not token:
+        return "is empty"
+    bad = _NOT_IN_TOKEN.search(token)
+    if bad:
+        char = bad.group()
+        kind = "whitespace" if char.isspace() else "a byte-order mark" if char == "\ufeff" else "a control character"
+        return f"holds {kind} {describe_char(char)} at character {bad.start() + 1}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -41,10 +65,12 @@ class Utterance:
                 f"({' '.join(map(str, self.tokens))!r}); fix: give exactly one BIO tag per token"
             )
         for i, token in enumerate(self.tokens):
-            if not isinstance(token, str) or not token or any(c.isspace() for c in token):
+            problem = token_problem(token)
+            if problem:
                 raise ValueError(
-                    f"token {i + 1} ({token!r}) must be a non-empty string without whitespace; "
-                    "fix: split the text on whitespace into tokens"
+                    f"token {i + 1} ({token!r}) {problem}; a token must be a non-empty string without whitespace "
+                    "or control characters; fix: split the text on whitespace into tokens and delete control "
+                    "characters"
                 )
         validate_bio(self.tags)
         if not isinstance(self.intent, str) or not self.intent.strip():
