@@ -20,6 +20,12 @@ The lock (:mod:`pytest_privleak.cache_lock`) has a timeout and names its
 holder; a folder that cannot be written gives :class:`CacheDirError` naming
 the folder, the operation and the fix; staging folders left by a killed
 publish are removed the first time a cache object touches the folder.
+
+This is the cache of a local folder, the default. A cache shared by several
+hosts lives at a URL (``--privleak-cache-dir=s3://...``):
+:mod:`pytest_privleak.cache_url` picks the backend and
+:mod:`pytest_privleak.cache_remote` serves it with the same content
+addressing and checks, through a local mirror of this class.
 """
 from __future__ import annotations
 

@@ -205,7 +205,11 @@ class RemoteTargetCache:
                 self.local.clean_stale_staging()
                 obj = build()
                 self.local._publish(key, obj, save)
-                self._upload(key, replaced=refused)
+                try:
+                    self._upload(key, replaced=refused)
+                except BaseException:   # keep host and URL in step: a copy only here would never be shared
+                    shutil.rmtree(self.local.entry(key), ignore_errors=True)
+                    raise
                 return obj, False
 
     def _load_mirrored(self, key: str, load: Callable[[Path], T]) -> tuple[T] | None:

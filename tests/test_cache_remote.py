@@ -327,3 +327,19 @@ def test_a_real_target_trained_on_one_host_gives_the_same_figures_on_another(tmp
     assert second.content_hash == first.content_hash
     np.testing.assert_array_equal(second.score(data.test), first.score(data.test))
     assert _remote_files(url) and all(not f.endswith(".lease.json") for f in _remote_files(url))
+
+
+def test_an_upload_that_fails_leaves_no_copy_that_only_this_host_would_see(tmp_path, url, monkeypatch):
+    from pytest_privleak.cache import CacheDirError
+
+    a = _host(url, tmp_path, "host-a")
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(a.fs, "put_file", refuse)
+    with pytest.raises(CacheDirError, match=rf"cannot publish the entry {KEY} \(target cache {url}\).*Fix: "):
+        a.get_or_build(KEY, lambda: [1], _save, _load)
+    assert not a.entry(KEY).exists() and not any(f.endswith(MARKER) for f in _remote_files(url))
+    monkeypatch.undo()
+    assert a.get_or_build(KEY, lambda: [2], _save, _load) == ([2], False)    # retried, published this time
