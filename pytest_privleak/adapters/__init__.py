@@ -10,6 +10,8 @@ model                                       adapter (protocols)
   (or a pair: ``slot_model=``)
 ``AutoModelForCausalLM``                    :class:`.language_model.CausalLMScorer` (``SequenceScorer``)
 ``AutoModelForMaskedLM``                    :class:`.language_model.MaskedLMScorer` (``SequenceScorer``)
+``AutoModel`` (no head: ``BertModel``...)   :class:`.encoder.TransformersEncoder` (``Encoder``,
+                                            mean pooling; ``normalize=True`` for unit length)
 ==========================================  ==========================================
 
 Nothing here imports torch or transformers until an adapter is asked for.
@@ -25,6 +27,9 @@ _LAZY = {
     "language_model_adapter": ".language_model",
     "CausalLMScorer": ".language_model",
     "MaskedLMScorer": ".language_model",
+    "encoder_adapter": ".encoder",
+    "TransformersEncoder": ".encoder",
+    "load_minilm": ".encoder",
 }
 
 __all__ = ["from_transformers", *sorted(_LAZY)]
@@ -35,9 +40,20 @@ def from_transformers(model: Any, tokenizer: Any, **options: Any) -> Any:
 
     Classifiers (sequence, token, or a pair with ``slot_model=``) get a
     :class:`~.classifier.TransformersClassifier`; causal and masked language
-    models a sequence scorer (log-perplexity, pseudo-log-likelihood).
-    ``options`` go to the adapter (``batch_size``, ``slot_model``, ``intent_labels``, ``slot_labels``).
+    models a sequence scorer (log-perplexity, pseudo-log-likelihood); a base
+    model without a head (``AutoModel``) an :class:`~.encoder.TransformersEncoder`.
+    ``options`` go to the adapter (``batch_size``, ``slot_model``, ``intent_labels``, ``slot_labels``;
+    ``normalize``, ``max_length`` for an encoder).
     """
+    from .encoder import encoder_adapter, is_base_model
+
+    if options.get("slot_model") is None and is_base_model(model):
+        unknown = sorted(set(options) - {"batch_size", "slot_model", "normalize", "max_length"})
+        if unknown:
+            raise TypeError(f"{', '.join(unknown)} do not apply to an encoder (a model without a head); "
+                            "fix: drop them, or load the model with its task head (AutoModelFor...)")
+        return encoder_adapter(model, tokenizer, batch_size=options.get("batch_size"),
+                               normalize=options.get("normalize", False), max_length=options.get("max_length"))
     from .language_model import is_causal_lm, is_masked_lm, language_model_adapter
 
     if options.get("slot_model") is None and (is_causal_lm(model) or is_masked_lm(model)):
