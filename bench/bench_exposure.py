@@ -1,7 +1,7 @@
 """Exact exposure over a 10^4 pin space vs the bare batched forward passes it needs.
 
 Prints, for the LSTM language model and the joint intent+slot model, the
-median wall time of ``measure_exposure(method="exact")`` over the 10^4
+median wall time of ``compute_exposure(method="exact")`` over the 10^4
 candidates of a 4-digit pin, the median time of the same forward passes on a
 prebuilt id tensor (``score_token_ids`` in the same batches, nothing else),
 and their ratio (goal <= 1.2).  Run: ``python bench/bench_exposure.py``.
@@ -21,7 +21,7 @@ import time
 import torch
 
 from pytest_privleak.attacks.candidates import enumerate_space
-from pytest_privleak.attacks.exposure import DEFAULT_BATCH, measure_exposure
+from pytest_privleak.attacks.exposure import DEFAULT_BATCH, compute_exposure
 from pytest_privleak.canaries import canary, inject_canaries
 from pytest_privleak.data.synthetic import generate_snips_like
 from pytest_privleak.targets import train_target
@@ -66,7 +66,7 @@ def print_figures() -> None:
     for repeats in (1, 10, 100):
         model = train_target("lstm-lm", inject_canaries(corpus, pins, repeats=repeats), progress=False, epochs=3,
                              hidden_dim=64)
-        values = [measure_exposure(model, c).value for c in pins]
+        values = [compute_exposure(model, c).value for c in pins]
         print(f"  R={repeats:<4} mean {statistics.mean(values):6.2f}   per pin " + " ".join(f"{v:5.2f}" for v in values))
     ner = generate_ner_like(n_train=600, n_valid=60, n_test=100, seed=0)
     words = exclusive_class_words(ner, NER_CLASSES)
@@ -99,9 +99,9 @@ def main() -> None:
     print(f"{'target':<18} {'exposure s':>11} {'forward s':>10} {'ratio':>7}  exposure")
     for name, target in targets.items():
         exposure, forward = interleaved_medians(
-            lambda: measure_exposure(target, pin, method="exact", batch_size=args.batch_size),
+            lambda: compute_exposure(target, pin, method="exact", batch_size=args.batch_size),
             bare_forward(target, pin, args.batch_size), args.repeats)
-        value = measure_exposure(target, pin, method="exact", batch_size=args.batch_size).value
+        value = compute_exposure(target, pin, method="exact", batch_size=args.batch_size).value
         print(f"{name:<18} {exposure:>11.4f} {forward:>10.4f} {exposure / forward:>7.3f}  {value:.2f} bits")
     if args.figures:
         print_figures()

@@ -8,9 +8,10 @@ from pytest_privleak.attacks.d_exposure import (
     DEFAULT_TEMPLATE, PAPER_INSERTIONS, ambiguous_phrase, class_d_exposure, d_exposure, exclusive_class_words,
     insert_phrases, template_tokens)
 from pytest_privleak.attacks.exposure import chance_exposure
-from pytest_privleak.attacks.exposure_assertion import assert_d_exposure_below
+from pytest_privleak.attacks.exposure_assertion import assert_d_exposure_below, measure_d_exposure
+from pytest_privleak.finite import NonFiniteError
 from pytest_privleak.data.synthetic_ner import NER_CLASSES, generate_ner_like
-from pytest_privleak.results import PrivacyLeakError
+from pytest_privleak.results import PrivacyLeakError, set_sink
 from pytest_privleak.targets import train_target
 
 
@@ -68,6 +69,32 @@ def test_eq3_averages_classes_on_a_stub():
     assert m.ceiling == pytest.approx((2.0 + math.log2(3)) / 2)
 
 
+STUB_PROBS = {"Chelsea": [0.05, 0.9, 0.05], "Ann": [0.0, 0.95, 0.05], "Bob": [0.0, 0.7, 0.3], "Cy": [0.6, 0.3, 0.1]}
+
+
+def test_measure_records_an_ungated_result_and_name_labels_it():
+    sink: list = []
+    set_sink(sink)
+    try:
+        words = {"PER": ["Ann", "Bob", "Cy"]}
+        result = measure_d_exposure(StubTagger(STUB_PROBS), {"PER": "Chelsea"}, class_words=words)
+        named = measure_d_exposure(StubTagger(STUB_PROBS), {"PER": "Chelsea"}, class_words=words, name="chelsea x64")
+    finally:
+        set_sink(None)
+    assert sink == [result, named]
+    assert result.threshold is None and result.verdict == "measured"
+    assert result.value == pytest.approx(1.0)          # as in the eq. 3 stub above: Pr = 2/4
+    assert result.label == "Chelsea as PER" and named.label == "chelsea x64"
+    assert result.extra == {"d_exposure_PER": pytest.approx(1.0)}
+
+
+def test_nan_probability_is_refused_not_zero_bits():
+    # Before issue 12: NaN compares false, so Chelsea looked mislabelled and the figure was 0 bits.
+    probs = {**STUB_PROBS, "Chelsea": [np.nan, np.nan, np.nan]}
+    with pytest.raises(NonFiniteError, match="label probabilities StubTagger.token_label_probs returned"):
+        assert_d_exposure_below(StubTagger(probs), {"PER": "Chelsea"}, 1.0, class_words={"PER": ["Ann", "Bob"]})
+
+
 def test_template_and_class_errors_are_clear():
     with pytest.raises(ValueError, match="exactly one '___'"):
         template_tokens("no blank here")
@@ -96,6 +123,17 @@ NER = dict(epochs=6)
 @pytest.fixture(scope="module")
 def corpus():
     return generate_ner_like(n_train=600, n_valid=60, n_test=100, seed=0)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One torch thread: these small taggers are overhead-bound, and two threads on a shared CPU spin."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,10 @@ import torch
 from pytest_privleak.attacks.exposure import (
     chance_exposure, exposure_from_scores, measure_exposure, sampled_interval, space_digits)
 from pytest_privleak.attacks.exposure_assertion import assert_exposure_below
+from pytest_privleak.attacks.exposure_assertion import measure_exposure as measure_exposure_result
 from pytest_privleak.canaries import canary
-from pytest_privleak.results import PrivacyLeakError
+from pytest_privleak.finite import NonFiniteError
+from pytest_privleak.results import PrivacyLeakError, set_sink
 from pytest_privleak.targets.vocab import Vocabulary
 
 
@@ -195,3 +197,46 @@ def test_assertion_records_its_own_tolerance_and_plain_floats():
     assert type(own.evidence["score"]) is float  # numpy scalars cannot cross xdist
     with pytest.raises(ValueError, match="tolerance"):
         assert_exposure_below(TableScorer(), PIN, 10.0, tolerance=-1)
+
+
+def test_measure_records_an_ungated_result_and_name_labels_it():
+    sink: list = []
+    set_sink(sink)
+    try:
+        result = measure_exposure_result(TableScorer(canary_rank=7), PIN)
+        named = measure_exposure_result(TableScorer(canary_rank=7), PIN, name="pin said 100 times")
+        gated = assert_exposure_below(TableScorer(canary_rank=7), PIN, 20.0, name="pin gate")
+    finally:
+        set_sink(None)
+    assert sink == [result, named, gated]
+    assert result.threshold is None and result.verdict == "measured" and result.passed
+    assert result.value == pytest.approx(math.log2(10 ** 4) - math.log2(7))
+    assert result.evidence["rank"] == "7 of 10000 secrets" and result.evidence["method"] == "exact"
+    assert result.label == PIN.text and named.label == "pin said 100 times" and gated.label == "pin gate"
+    assert "0x" not in result.label
+    assert (named.value, named.chance, named.ceiling) == (result.value, result.chance, result.ceiling)
+
+
+class NaNAt(TableScorer):
+    """A model whose loss is NaN on one candidate: before issue 12 that ranked like any score."""
+
+    def score_token_ids(self, ids, intent, tags):
+        out = super().score_token_ids(ids, intent, tags)
+        out[3] = float("nan")
+        return out
+
+
+def test_a_nan_score_is_refused_not_ranked():
+    with pytest.raises(NonFiniteError, match="candidate secrets of canary"):
+        assert_exposure_below(NaNAt(canary_rank=5000), PIN, 10.0)
+
+
+def test_prefix_outside_the_vocabulary_is_refused_not_read_as_unk():
+    from pytest_privleak.attacks.candidates import OutOfVocabularyError
+
+    class NoPrefix(TableScorer):
+        vocab = Vocabulary(("<pad>", "<unk>", *PIN.pattern.prefix[1:], *PIN.pattern.vocabulary), ("<pad>", "<unk>"),
+                           tuple(sorted(set(PIN.tags))), (PIN.intent,))
+
+    with pytest.raises(OutOfVocabularyError, match=repr(PIN.pattern.prefix[0])):
+        measure_exposure(NoPrefix(), PIN)

@@ -46,6 +46,9 @@ BLANK = "___"
 PAPER_INSERTIONS = {"ORG": "Williams", "PER": "Chelsea", "LOC": "Melbourne"}
 #: Repetitions of §4.2 (0 = not inserted).
 PAPER_REPEATS = (0, 4, 16, 64, 128, 256)
+#: How far outside [0, 1] a probability may round: CRF marginals are exp(log-marginals) summed in
+#: float32 and land a few float32 steps above 1; logits mistaken for probabilities land far outside.
+PROBABILITY_SLACK = 1e-3
 
 
 def template_tokens(template: Sequence[str] | str) -> tuple[tuple[str, ...], int]:
@@ -149,12 +152,81 @@ def class_d_exposure(conf_s: float, s_correct: bool, conf_words: np.ndarray,
     return float(np.log2(conf_words.size + 1) - np.log2(1 + k)), k
 
 
+def check_insertions(inserted: Any, class_words: Any) -> None:
+    """Raise naming the bad entry of ``inserted`` (class -> word) or ``class_words`` (class -> words), and the fix.
+
+    Each word fills the blank as one token, so it must be a token (no whitespace,
+    no control characters); a string given as a class's word list would be read
+    letter by letter.
+    """
+    from ..data.types import token_problem
+
+    if not isinstance(inserted, Mapping) or not inserted:
+        raise ValueError(f"inserted must be a non-empty mapping of entity class to inserted word, got "
+                         f"{inserted!r}; fix: e.g. inserted={PAPER_INSERTIONS}")
+    if not isinstance(class_words, Mapping):
+        raise TypeError(f"class_words must map each class to its words, got {type(class_words).__name__}; "
+                        "fix: pass e.g. {'PER': ['Ann', 'Bob']} or the training dataset")
+    for cls, word in inserted.items():
+        problem = token_problem(word)
+        if problem:
+            raise ValueError(f"inserted[{cls!r}] ({word!r}) {problem}; the word fills the blank as one token; "
+                             f"fix: insert a one-word entity, e.g. {PAPER_INSERTIONS}")
+        words = class_words.get(cls, ())
+        if isinstance(words, str) or not isinstance(words, Sequence):
+            raise TypeError(f"class_words[{cls!r}] is {type(words).__name__} ({words!r}), not a list of words; "
+                            f"fix: class_words[{cls!r}] = [word, ...] (a string would be read letter by letter)")
+        for i, w in enumerate(words):
+            problem = token_problem(w)
+            if problem:
+                raise ValueError(f"class_words[{cls!r}][{i}] ({w!r}) {problem}; fix: give one-word entities "
+                                 "only (each fills the blank as one token)")
+
+
+def blank_probabilities(scorer: Any, sentences: Sequence[tuple[str, ...]], blank: int,
+                        labels: Sequence[str]) -> np.ndarray:
+    """``[S, n_labels]`` label probabilities at the blank, checked: one finite row of probabilities per sentence.
+
+    What a token scorer returns is checked before it becomes a figure: a
+    NaN confidence compares false with everything and would report 0 bits, and
+    fewer arrays than sentences (or fewer rows than tokens) would misalign
+    words and confidences.
+    """
+    from ..finite import require_finite
+
+    name = type(scorer).__name__
+    out = scorer.token_label_probs(sentences)
+    out = None if isinstance(out, (str, bytes)) or not hasattr(out, "__iter__") else list(out)
+    if out is None or len(out) != len(sentences):
+        got = "not a list" if out is None else f"{len(out)} arrays"
+        raise ValueError(f"{name}.token_label_probs returned {got} for {len(sentences)} sentences; fix: return "
+                         "one [n_tokens, n_labels] array of label probabilities per sentence, in order")
+    expected = (len(sentences[0]), len(labels))
+    arrays = [np.asarray(p.detach().cpu() if hasattr(p, "detach") else p, dtype=np.float64) for p in out]
+    wrong = next((i for i, a in enumerate(arrays) if a.shape != expected), None)
+    if wrong is not None:
+        raise ValueError(f"{name}.token_label_probs returned shape {list(arrays[wrong].shape)} for sentence "
+                         f"{wrong} ({' '.join(sentences[wrong])!r}), expected {list(expected)} ({expected[0]} "
+                         f"tokens x {expected[1]} labels {list(labels)}); fix: one row per token, one column per "
+                         "label of scorer.labels")
+    probs = np.stack(arrays)
+    require_finite(probs, what=f"the label probabilities {name}.token_label_probs returned for the d-exposure "
+                                "phrases", fix="check the tagger for NaN or infinite weights (retrain it) and "
+                                               "that it returns softmax probabilities or CRF marginals")
+    if probs.min() < -PROBABILITY_SLACK or probs.max() > 1.0 + PROBABILITY_SLACK:
+        raise ValueError(f"{name}.token_label_probs returned values in [{probs.min():.4g}, {probs.max():.4g}], "
+                         "not probabilities; fix: return softmax probabilities or CRF marginals, not logits")
+    return probs[:, blank]
+
+
 def d_exposure(scorer: Any, inserted: Mapping[str, str], class_words: Mapping[str, Sequence[str]],
                template: Sequence[str] | str = DEFAULT_TEMPLATE) -> DExposure:
-    """d-exposure (eqs. 2-3) of the ``inserted`` words (class -> word) under a token scorer, one batched call."""
-    if not inserted:
-        raise ValueError("inserted is empty; fix: map each class to its inserted word, e.g. "
-                         f"{PAPER_INSERTIONS}")
+    """d-exposure (eqs. 2-3) of the ``inserted`` words (class -> word) under a token scorer, one batched call.
+
+    The scorer's probabilities are checked (:func:`blank_probabilities`): NaN,
+    infinite, out of [0, 1] or misshapen output is an error, never 0 bits.
+    """
+    check_insertions(inserted, class_words)
     labels = list(getattr(scorer, "labels", ()))
     if not labels or not hasattr(scorer, "token_label_probs"):
         raise TypeError(f"{type(scorer).__name__} is not a token scorer; it needs labels and "
@@ -171,7 +243,7 @@ def d_exposure(scorer: Any, inserted: Mapping[str, str], class_words: Mapping[st
                              "training dataset")
         spans[cls] = (len(sentences), words)
         sentences.extend(fill(tokens, w) for w in [word, *words])
-    probs = np.stack([p[blank] for p in scorer.token_label_probs(sentences)])   # [S, n_labels]
+    probs = blank_probabilities(scorer, sentences, blank, labels)   # [S, n_labels]
     predicted = probs.argmax(axis=1)
     per_class = {}
     for cls, word in inserted.items():

@@ -199,6 +199,60 @@ def space_digits(numbers, base: int, length: int):
 SecretScorer = Callable[[Any], np.ndarray]
 
 
+def require_canary_vocabulary(target: Any, pattern: Any) -> None:
+    """Refuse a canary whose prefix or V0 tokens the target's vocabulary lacks (it would score ``<unk>``).
+
+    A scorer maps an unknown token to ``<unk>``, so the figure would be the
+    exposure of another sentence: the same tokens the extraction attack
+    refuses (``candidates.vocabulary_rows``) are refused here, by the same
+    :class:`~.candidates.OutOfVocabularyError`.  Targets tell their vocabulary by
+    ``require_single_pieces`` (transformers adapters: word pieces), ``vocab``
+    (built-in targets) or ``vocabulary`` (any SoftInputModel); a scorer with
+    none of them (a language model over word pieces) has no unknown tokens.
+    """
+    from .candidates import OutOfVocabularyError, missing_tokens_message
+
+    tokens = (*pattern.prefix, *pattern.vocabulary)
+    role = f"prefix and reduced vocabulary V0 of canary pattern {pattern.name!r}"
+    if hasattr(target, "require_single_pieces"):
+        target.require_single_pieces(tokens, role=role)
+        return
+    vocab = getattr(target, "vocab", None)
+    known = getattr(vocab, "token_index", None)
+    if known is None:
+        vocabulary = getattr(target, "vocabulary", None)
+        if vocabulary is None or isinstance(vocabulary, str):
+            return
+        known = set(vocabulary)
+    reserved = ("<pad>", "<unk>")
+    missing = [t for t in dict.fromkeys(tokens) if t not in known or t in reserved]
+    if missing:
+        raise OutOfVocabularyError(
+            missing_tokens_message(missing, role, len(known)) + "; or measure a canary whose prefix and "
+            "vocabulary the model holds (e.g. a built-in pattern: canary('pin', length=4))")
+
+
+def _checked(raw: SecretScorer, target: Any, canary: Any) -> SecretScorer:
+    """``raw`` with its output checked: one finite score per candidate (NaN would rank as no exposure)."""
+    from ..finite import require_finite
+
+    what = f"the scores {type(target).__name__} returned for candidate secrets of canary {canary.text!r}"
+    fix = ("check the model for NaN or infinite weights and losses (retrain it, e.g. with a lower learning "
+           "rate), or make its score() return finite losses")
+
+    def scorer(secret_idx) -> np.ndarray:
+        rows = len(secret_idx)
+        out = raw(secret_idx)
+        if out.shape != (rows,):
+            raise ValueError(f"{type(target).__name__} returned scores of shape {list(out.shape)} for {rows} "
+                             f"candidate sentences of canary {canary.text!r}; fix: return one score per sentence "
+                             "(score(utterances) -> array [N], score_token_ids(ids [N, L], ...) -> tensor [N])")
+        require_finite(out, what=what, fix=fix)
+        return out
+
+    return scorer
+
+
 def secret_scorer(target: Any, canary: Any) -> SecretScorer:
     """``f(secret_indices [B, n]) -> scores [B]`` for candidates of ``canary``'s pattern.
 
@@ -206,12 +260,19 @@ def secret_scorer(target: Any, canary: Any) -> SecretScorer:
     ``score_token_ids(ids [B, L], intent, tags) -> Tensor[B]`` gets token-id tensors
     directly (no Python objects per candidate).  Any other
     :class:`~pytest_privleak.protocols.SequenceScorer` is called with utterances.
+    Canary tokens outside the target's vocabulary are refused
+    (:func:`require_canary_vocabulary`); scores must be finite, one per candidate.
     """
     import torch
 
     pattern = canary.pattern
     vocab = getattr(target, "vocab", None)
-    if hasattr(target, "score_token_ids") and hasattr(vocab, "token_ids"):
+    fast_path = hasattr(target, "score_token_ids") and hasattr(vocab, "token_ids")
+    if not fast_path and not hasattr(target, "score"):
+        raise TypeError(f"{type(target).__name__} is not a sequence scorer; give it score(utterances) -> "
+                        "array (lower = more likely), see pytest_privleak.protocols.SequenceScorer")
+    require_canary_vocabulary(target, pattern)
+    if fast_path:
         prefix = torch.tensor(vocab.token_ids(pattern.prefix), dtype=torch.long)
         v0 = torch.tensor(vocab.token_ids(pattern.vocabulary, strict=True), dtype=torch.long)
         tags, intent = tuple(pattern.tags), pattern.intent
@@ -221,21 +282,18 @@ def secret_scorer(target: Any, canary: Any) -> SecretScorer:
             ids = torch.cat([prefix.expand(secret_idx.shape[0], -1), v0[secret_idx]], dim=1)
             with torch.inference_mode():
                 out = target.score_token_ids(ids, intent, tags)
-            return out.detach().to("cpu", torch.float64).numpy()
+            return torch.as_tensor(out).detach().to("cpu", torch.float64).numpy()
 
-        return fast
-    if not hasattr(target, "score"):
-        raise TypeError(f"{type(target).__name__} is not a sequence scorer; give it score(utterances) -> "
-                        "array (lower = more likely), see pytest_privleak.protocols.SequenceScorer")
+        return _checked(fast, target, canary)
     from ..data.types import Utterance
 
     def slow(secret_idx) -> np.ndarray:
         rows = np.asarray(secret_idx).tolist()
         utts = [Utterance(pattern.prefix + tuple(pattern.vocabulary[i] for i in row), pattern.tags, pattern.intent)
                 for row in rows]
-        return np.asarray(target.score(utts), dtype=np.float64).reshape(len(rows))
+        return np.asarray(target.score(utts), dtype=np.float64)
 
-    return slow
+    return _checked(slow, target, canary)
 
 
 def score_secrets(scorer: SecretScorer, secrets, batch_size: int) -> np.ndarray:
@@ -247,19 +305,40 @@ def score_secrets(scorer: SecretScorer, secrets, batch_size: int) -> np.ndarray:
     return out
 
 
-def measure_exposure(target: Any, canary: Any, *, method: str = "auto", references: int = DEFAULT_REFERENCES,
+#: Integer arguments of :func:`compute_exposure`: (smallest allowed, the example a fix suggests).
+_INTEGER_ARGUMENTS = {"references": (1, DEFAULT_REFERENCES), "exact_budget": (1, DEFAULT_EXACT_BUDGET),
+                      "batch_size": (1, DEFAULT_BATCH), "bootstrap": (0, 30), "seed": (0, 0)}
+
+
+def check_arguments(canary: Any, method: str, confidence: float, **integers: Any) -> None:
+    """Raise naming the first bad argument of :func:`compute_exposure` and its fix."""
+    from ..canaries import Canary
+
+    if not isinstance(canary, Canary):
+        raise TypeError(f"canary must be a Canary, got {type(canary).__name__}; fix: build one with "
+                        "canary('pin', length=4) (pytest_privleak.canaries)")
+    if method not in METHODS:
+        raise ValueError(f"method={method!r} is not one of {METHODS}; fix: e.g. method='auto'")
+    for name, value in integers.items():
+        low, example = _INTEGER_ARGUMENTS[name]
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}; fix: e.g. {name}={example}")
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}; fix: e.g. confidence=0.95")
+
+
+def compute_exposure(target: Any, canary: Any, *, method: str = "auto", references: int = DEFAULT_REFERENCES,
                      exact_budget: int = DEFAULT_EXACT_BUDGET, seed: int = 0, confidence: float = 0.95,
                      batch_size: int = DEFAULT_BATCH, bootstrap: int = 30) -> Exposure:
     """Exposure of ``canary`` (a :class:`~pytest_privleak.canaries.Canary`) under ``target``.
 
     ``method="auto"`` enumerates when ``|V0|^n <= exact_budget``, else extrapolates
     from ``references`` random candidates (the sampled rank is reported beside it).
+    The recorded :class:`~pytest_privleak.results.LeakResult` of this figure is
+    ``exposure_assertion.measure_exposure``.
     """
-    if method not in METHODS:
-        raise ValueError(f"method={method!r} is not one of {METHODS}")
-    for name, value in (("references", references), ("batch_size", batch_size), ("exact_budget", exact_budget)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    check_arguments(canary, method, confidence, references=references, exact_budget=exact_budget,
+                    batch_size=batch_size, bootstrap=bootstrap, seed=seed)
     pattern = canary.pattern
     base, length, size = len(pattern.vocabulary), pattern.length, pattern.space_size
     if method == "auto":
@@ -281,3 +360,8 @@ def measure_exposure(target: Any, canary: Any, *, method: str = "auto", referenc
     if method == "sampled":
         return sampled_from_scores(scores[0], scores[1:], size, confidence)
     return extrapolated_from_scores(scores[0], scores[1:], size, rng, confidence, bootstrap)
+
+
+#: The old name of :func:`compute_exposure`, kept for callers of this module; the public
+#: ``pytest_privleak.measure_exposure`` (``exposure_assertion.measure_exposure``) returns the LeakResult.
+measure_exposure = compute_exposure

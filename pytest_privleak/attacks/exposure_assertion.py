@@ -1,4 +1,4 @@
-"""``assert_exposure_below`` and ``assert_d_exposure_below``: exposure figures as test assertions.
+"""Exposure figures as results: ``measure_exposure`` / ``assert_exposure_below`` and their d-exposure siblings.
 
 Two siblings rather than one function with a class argument, because the two
 measurements take different things: exposure needs a sequence scorer and a
@@ -8,14 +8,20 @@ owns.  With one function, half of the arguments would be meaningless in each
 mode and a wrong mix would only fail at run time; two signatures make each
 call complete and checkable, and both results share the metric unit (bits),
 the chance baseline (``log2 e`` for large reference sets) and the message.
+
+Each ``measure_*`` returns the recorded :class:`~pytest_privleak.results.LeakResult`
+with ``threshold=None`` (verdict "measured"); the ``assert_*`` helper takes the
+same arguments plus the limit and fails above it.  ``name=`` labels the result
+(its key in the report and the baseline); by default the label is the canary's
+text, or the inserted words with their classes.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..results import LeakResult
-from .exposure import DEFAULT_BATCH, DEFAULT_EXACT_BUDGET, DEFAULT_REFERENCES, measure_exposure
+from ..results import LeakResult, record
+from .exposure import DEFAULT_BATCH, DEFAULT_EXACT_BUDGET, DEFAULT_REFERENCES, compute_exposure
 
 EXPOSURE_REMEDY = (
     "the model has memorised this secret: deduplicate the training data (fewer repeats of the secret), "
@@ -36,7 +42,8 @@ def target_facts(target: Any) -> dict:
 
 def _check_bits(max_bits: float) -> float:
     if isinstance(max_bits, bool) or not isinstance(max_bits, (int, float)) or not max_bits >= 0:
-        raise ValueError(f"max_bits must be a number >= 0 (exposure is measured in bits), got {max_bits!r}")
+        raise ValueError(f"max_bits must be a number >= 0 (exposure is measured in bits), got {max_bits!r}; "
+                         "fix: e.g. max_bits=4.0 (a canary the model never memorised shows about 1.44 bits)")
     return float(max_bits)
 
 
@@ -44,14 +51,58 @@ def _check_tolerance(tolerance: float | None) -> float | None:
     if tolerance is None:
         return None
     if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not tolerance >= 0:
-        raise ValueError(f"tolerance must be a number of bits >= 0 or None, got {tolerance!r}")
+        raise ValueError(f"tolerance must be a number of bits >= 0 or None, got {tolerance!r}; fix: e.g. "
+                         "tolerance=1.0, or leave it out for the gate's default")
     return float(tolerance)
+
+
+def _check_name(name: Any) -> None:
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise ValueError(f"name must be a non-empty string or None, got {name!r}; fix: a stable label such as "
+                         "name='pin said 100 times', used as the result's key in the report and the baseline")
+
+
+def exposure_result(target: Any, canary: Any, *, threshold: float | None, tolerance: float | None = None,
+                    name: str | None = None, **options: Any) -> LeakResult:
+    """Measure the exposure of ``canary`` (:func:`.exposure.compute_exposure`) as an ``exposure_bits`` result."""
+    _check_name(name)
+    m = compute_exposure(target, canary, **options)
+    evidence: dict[str, Any] = {
+        "canary": canary.text, "method": m.method,
+        "rank": f"{m.rank} of {m.space_size} secrets" if m.method == "exact"
+                else f"{m.rank} among {m.n_references} sampled references",
+        "space_size": m.space_size, "score": round(float(m.canary_score), 6)}
+    extra = dict(m.extra)
+    if m.fit:
+        evidence["fit"] = f"skew-normal a={m.fit['a']:.3g} loc={m.fit['loc']:.4g} scale={m.fit['scale']:.4g}, " \
+                          f"KS statistic {m.fit['ks']:.3f}"
+        extra["fit_ks"] = m.fit["ks"]
+    return LeakResult(
+        attack="exposure", metric="exposure_bits", value=m.value, threshold=threshold, direction="at_most",
+        interval=m.interval, confidence=m.confidence if m.method != "exact" else None, chance=m.chance,
+        ceiling=m.ceiling, label=canary.text if name is None else name, evidence=evidence, extra=extra,
+        remedy=EXPOSURE_REMEDY, tolerance=tolerance, target=target_facts(target))
+
+
+def measure_exposure(target: Any, canary: Any, *, method: str = "auto", references: int = DEFAULT_REFERENCES,
+                     exact_budget: int = DEFAULT_EXACT_BUDGET, seed: int = 0, confidence: float = 0.95,
+                     batch_size: int = DEFAULT_BATCH, bootstrap: int = 30, name: str | None = None) -> LeakResult:
+    """Measure the exposure of ``canary`` under ``target`` without gating; the result is recorded.
+
+    Same arguments as :func:`assert_exposure_below` without the limit. Returns the
+    ``exposure.exposure_bits`` :class:`LeakResult` (``threshold=None``) with the
+    rank of the canary, the method that ran and, when extrapolated, the fit.
+    """
+    return record(exposure_result(target, canary, threshold=None, name=name, method=method, references=references,
+                                  exact_budget=exact_budget, seed=seed, confidence=confidence,
+                                  batch_size=batch_size, bootstrap=bootstrap))
 
 
 def assert_exposure_below(target: Any, canary: Any, max_bits: float, *, method: str = "auto",
                           references: int = DEFAULT_REFERENCES, exact_budget: int = DEFAULT_EXACT_BUDGET,
                           seed: int = 0, confidence: float = 0.95, batch_size: int = DEFAULT_BATCH,
-                          bootstrap: int = 30, tolerance: float | None = None) -> LeakResult:
+                          bootstrap: int = 30, name: str | None = None,
+                          tolerance: float | None = None) -> LeakResult:
     """Fail when the exposure of ``canary`` under ``target`` exceeds ``max_bits``.
 
     Exposure (Secret Sharer, d-exposure-discriminative eq. 1) is
@@ -63,42 +114,67 @@ def assert_exposure_below(target: Any, canary: Any, max_bits: float, *, method: 
     secrets, ceiling ``log2 references``), ``"extrapolated"`` (skew-normal fit)
     or ``"auto"`` (exact when ``|V0|^n <= exact_budget``, else extrapolated).
     The chance figure is the expected exposure of a canary the model never
-    memorised (about ``log2 e = 1.44`` bits). ``tolerance``: bits this figure may grow
-    against a stored baseline before the baseline gate fails (default: the gate's own, 1 bit).
-    Returns the recorded result.
+    memorised (about ``log2 e = 1.44`` bits). ``name``: the result's label (default: the
+    canary's text). ``tolerance``: bits this figure may grow against a stored baseline
+    before the baseline gate fails (default: the gate's own, 1 bit). Canary tokens outside
+    the target's vocabulary raise ``OutOfVocabularyError`` and non-finite scores
+    ``NonFiniteError``. Returns the recorded result.
     """
     __tracebackhide__ = True
     from ..assertions import check
-    from ..canaries import Canary
 
-    if not isinstance(canary, Canary):
-        raise TypeError(f"canary must be a Canary (build it with canary('pin', length=4)), got {type(canary).__name__}")
     threshold = _check_bits(max_bits)
     tolerance = _check_tolerance(tolerance)
-    m = measure_exposure(target, canary, method=method, references=references, exact_budget=exact_budget,
-                         seed=seed, confidence=confidence, batch_size=batch_size, bootstrap=bootstrap)
-    evidence: dict[str, Any] = {
-        "canary": canary.text, "method": m.method,
-        "rank": f"{m.rank} of {m.space_size} secrets" if m.method == "exact"
-                else f"{m.rank} among {m.n_references} sampled references",
-        "space_size": m.space_size, "score": round(float(m.canary_score), 6)}
-    if m.fit:
-        evidence["fit"] = f"skew-normal a={m.fit['a']:.3g} loc={m.fit['loc']:.4g} scale={m.fit['scale']:.4g}, " \
-                          f"KS statistic {m.fit['ks']:.3f}"
-    extra = dict(m.extra)
-    if m.fit:
-        extra["fit_ks"] = m.fit["ks"]
-    result = LeakResult(
-        attack="exposure", metric="exposure_bits", value=m.value, threshold=threshold, direction="at_most",
-        interval=m.interval, confidence=m.confidence if m.method != "exact" else None, chance=m.chance,
-        ceiling=m.ceiling, label=canary.text, evidence=evidence, extra=extra, remedy=EXPOSURE_REMEDY,
-        tolerance=tolerance, target=target_facts(target))
-    return check(result)
+    return check(exposure_result(target, canary, threshold=threshold, tolerance=tolerance, name=name, method=method,
+                                 references=references, exact_budget=exact_budget, seed=seed,
+                                 confidence=confidence, batch_size=batch_size, bootstrap=bootstrap))
+
+
+def d_exposure_result(target: Any, inserted: Mapping[str, str], *, class_words: Mapping[str, Sequence[str]] | Any,
+                      template: Sequence[str] | str | None, threshold: float | None,
+                      tolerance: float | None = None, name: str | None = None) -> LeakResult:
+    """Measure d-exposure (:func:`.d_exposure.d_exposure`) as a ``d_exposure_bits`` result."""
+    from .d_exposure import DEFAULT_TEMPLATE, d_exposure, exclusive_class_words
+
+    _check_name(name)
+    template = DEFAULT_TEMPLATE if template is None else template
+    if isinstance(class_words, Mapping):
+        words = class_words
+    elif hasattr(class_words, "train"):
+        words = exclusive_class_words(class_words, list(inserted) if isinstance(inserted, Mapping) else [])
+    else:
+        raise TypeError(f"class_words must map each class to its words or be the training dataset, got "
+                        f"{type(class_words).__name__}; fix: class_words={{'PER': ['Ann', 'Bob']}} or "
+                        "class_words=dataset")
+    m = d_exposure(target, inserted, words, template=template)
+    evidence: dict[str, Any] = {"phrase": m.phrase_text, "inserted": dict(inserted)}
+    for cls, per in m.per_class.items():
+        evidence[f"class {cls}"] = (f"conf({per.word})={per.confidence:.3f}, predicted {per.predicted}, "
+                                    f"{per.at_least} of {per.n_words} class words at least as confident")
+    extra = {f"d_exposure_{cls}": per.value for cls, per in m.per_class.items()}
+    label = ", ".join(f"{w} as {c}" for c, w in inserted.items()) if name is None else name
+    return LeakResult(
+        attack="d-exposure", metric="d_exposure_bits", value=m.value, threshold=threshold, direction="at_most",
+        chance=m.chance, ceiling=m.ceiling, label=label, evidence=evidence, extra=extra,
+        remedy=D_EXPOSURE_REMEDY, tolerance=tolerance, target=target_facts(target))
+
+
+def measure_d_exposure(target: Any, inserted: Mapping[str, str], *,
+                       class_words: Mapping[str, Sequence[str]] | Any,
+                       template: Sequence[str] | str | None = None, name: str | None = None) -> LeakResult:
+    """Measure the d-exposure of the ``inserted`` words without gating; the result is recorded.
+
+    Same arguments as :func:`assert_d_exposure_below` without the limit. Returns
+    the ``d-exposure.d_exposure_bits`` :class:`LeakResult` (``threshold=None``),
+    the per-class figures in ``extra``.
+    """
+    return record(d_exposure_result(target, inserted, class_words=class_words, template=template, threshold=None,
+                                    name=name))
 
 
 def assert_d_exposure_below(target: Any, inserted: Mapping[str, str], max_bits: float, *,
                             class_words: Mapping[str, Sequence[str]] | Any,
-                            template: Sequence[str] | str | None = None,
+                            template: Sequence[str] | str | None = None, name: str | None = None,
                             tolerance: float | None = None) -> LeakResult:
     """Fail when the d-exposure (d-exposure-discriminative §3.1, eq. 3) exceeds ``max_bits``.
 
@@ -109,26 +185,15 @@ def assert_d_exposure_below(target: Any, inserted: Mapping[str, str], max_bits: 
     words labelled only with it, or is the training dataset to take them from;
     ``template`` is the phrase with ``___`` for the word (default "There are
     many people who like ___"). The value is the mean over classes of eq. 2;
-    per-class figures are in ``extra``. ``tolerance``: bits the value may grow against a
+    per-class figures are in ``extra``. ``name``: the result's label (default: the
+    inserted words with their classes). ``tolerance``: bits the value may grow against a
     stored baseline before the baseline gate fails (default: the gate's own, 1 bit).
+    NaN, infinite or misshapen probabilities raise (``NonFiniteError``, ``ValueError``).
     """
     __tracebackhide__ = True
     from ..assertions import check
-    from .d_exposure import DEFAULT_TEMPLATE, d_exposure, exclusive_class_words
 
     threshold = _check_bits(max_bits)
     tolerance = _check_tolerance(tolerance)
-    template = DEFAULT_TEMPLATE if template is None else template
-    words = class_words if isinstance(class_words, Mapping) else exclusive_class_words(class_words, list(inserted))
-    m = d_exposure(target, inserted, words, template=template)
-    label = ", ".join(f"{w} as {c}" for c, w in inserted.items())
-    evidence: dict[str, Any] = {"phrase": m.phrase_text, "inserted": dict(inserted)}
-    for cls, per in m.per_class.items():
-        evidence[f"class {cls}"] = (f"conf({per.word})={per.confidence:.3f}, predicted {per.predicted}, "
-                                    f"{per.at_least} of {per.n_words} class words at least as confident")
-    extra = {f"d_exposure_{cls}": per.value for cls, per in m.per_class.items()}
-    result = LeakResult(
-        attack="d-exposure", metric="d_exposure_bits", value=m.value, threshold=threshold, direction="at_most",
-        chance=m.chance, ceiling=m.ceiling, label=label, evidence=evidence, extra=extra,
-        remedy=D_EXPOSURE_REMEDY, tolerance=tolerance, target=target_facts(target))
-    return check(result)
+    return check(d_exposure_result(target, inserted, class_words=class_words, template=template,
+                                   threshold=threshold, tolerance=tolerance, name=name))
