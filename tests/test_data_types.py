@@ -40,6 +40,8 @@ def test_validate_bio_accepts(tags):
     (("I-x",), 0, "follows the start"),
     (("O", "X-y"), 1, "not a BIO tag"),
     (("B-",), 0, "not a BIO tag"),
+    (("O", "B-x\x00"), 1, "not a BIO tag"),          # a NUL in a slot name (accepted before issue 12)
+    (("B-x\u2028y",), 0, "not a BIO tag"),
 ])
 def test_validate_bio_rejects_with_position_and_fix(tags, position, fragment):
     with pytest.raises(BIOError) as info:

@@ -26,6 +26,11 @@ Eq. 3 averages over the chosen classes.  Chance (a correctly labelled ``s``
 whose rank is uniform) is ``log2 M - log2(M!)/M`` for ``M = |W_i| + 1``, about
 ``log2 e = 1.44`` bits, which matches the paper's S-LOC row at 0 repetitions
 (Table 3: 1.33-1.76).
+
+The scorer's output is checked before it becomes a figure: NaN compares
+false with every confidence, so a NaN model would read as "s mislabelled",
+0 bits, and pass; probabilities that are non-finite, outside [0, 1], or not
+one ``[tokens, labels]`` array per sentence are errors naming the fix.
 """
 from __future__ import annotations
 

@@ -24,6 +24,12 @@ ceiling ``log2 |R|``.  Three ways to measure it:
 The chance baseline (:func:`chance_exposure`) is the expected exposure of a
 canary the model has not memorised, whose rank is uniform on ``1..|R|``:
 ``E = log2|R| - log2(|R|!)/|R|``, which tends to ``log2 e ~= 1.44`` bits.
+
+A figure is only computed from what it claims to measure: canary tokens the
+target's vocabulary lacks (they would be scored as ``<unk>``, another
+sentence) raise ``OutOfVocabularyError``, and scores that are NaN, infinite
+or not one per candidate raise before any rank is taken (a NaN loss would
+otherwise rank like any other and the gate would pass a broken model).
 """
 from __future__ import annotations
 

@@ -7,7 +7,11 @@ continue an ``x`` slot is a data error we reject up front.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+
+#: Characters no tag may hold: whitespace, control characters (NUL, C0/C1 line breaks), the byte-order mark.
+_NOT_IN_TAG = re.compile(r"[\s\x00-\x1f\x7f-\x9f\ufeff]")
 
 
 class BIOError(ValueError):
@@ -27,12 +31,13 @@ def validate_bio(tags: Sequence[str]) -> None:
     """Raise :class:`BIOError` naming the position and the fix if ``tags`` is not valid BIO.
 
     Valid tags are ``O``, ``B-<slot>`` and ``I-<slot>`` with a non-empty slot
-    name; ``I-<slot>`` must follow ``B-<slot>`` or ``I-<slot>`` of the same slot.
+    name free of whitespace and control characters; ``I-<slot>`` must follow
+    ``B-<slot>`` or ``I-<slot>`` of the same slot.
     """
     previous = "O"
     for i, tag in enumerate(tags):
         if not isinstance(tag, str) or not (
-            tag == "O" or (tag[:2] in ("B-", "I-") and len(tag) > 2 and not any(c.isspace() for c in tag))
+            tag == "O" or (tag[:2] in ("B-", "I-") and len(tag) > 2 and not _NOT_IN_TAG.search(tag))
         ):
             raise BIOError(
                 f"tag {i + 1} ({tag!r}) is not a BIO tag; fix: use 'O', 'B-<slot>' or 'I-<slot>'", i
