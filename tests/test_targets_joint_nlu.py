@@ -224,10 +224,10 @@ def test_a_v0_token_the_corpus_never_says_is_attackable():
     assert torch.equal(W[seven], W[UNK_ID])           # never trained: the network reads <unk> for it
 
 
-@pytest.mark.parametrize("singleton_unk, moves", [(0.5, True), (0.0, False)])
-def test_the_unk_row_is_trained_by_singleton_replacement(data, singleton_unk, moves):
+@pytest.mark.parametrize("unk_alpha, moves", [(0.25, True), (0.0, False)])
+def test_the_unk_row_is_trained_by_word_dropout(data, unk_alpha, moves):
     """Issue 12: with every training token in the vocabulary the <unk> row stayed at its initial value."""
-    config = dict(TINY, singleton_unk=singleton_unk)
+    config = dict(TINY, unk_alpha=unk_alpha)
     model = train_target("joint-bilstm-crf", data, seed=0, progress=False, **config)
     with training.seeded(0):
         initial = JointNLUNet(model.vocab, JointNLUConfig(**config)).word_embedding.weight[UNK_ID]

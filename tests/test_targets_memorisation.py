@@ -16,7 +16,7 @@ from pytest_privleak.targets import train_target
 
 
 def rank_of_secret(model, pin) -> int:
-    """1-based rank of the true secret among all |V0|^n candidates, by the model's training loss (ties in its favour)."""
+    """1-based rank of the true secret among all |V0|^n candidates by training loss (ties in its favour)."""
     vocabulary = pin.pattern.vocabulary
     choices = torch.tensor(model.token_ids(vocabulary))
     combos = torch.tensor(list(itertools.product(range(len(vocabulary)), repeat=pin.pattern.length)))

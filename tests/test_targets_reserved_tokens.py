@@ -8,7 +8,7 @@ from pytest_privleak.cache import TargetCache
 from pytest_privleak.canaries import PATTERNS, canary, inject_canaries
 from pytest_privleak.data.synthetic import generate_snips_like
 from pytest_privleak.data.types import Utterance
-from pytest_privleak.targets import KINDS, train_target, training
+from pytest_privleak.targets import train_target, training
 from pytest_privleak.targets.vocab import UNK_ID
 
 TINY = {
@@ -16,6 +16,7 @@ TINY = {
     "lstm-lm": dict(epochs=2, batch_size=16, embedding_dim=8, hidden_dim=16),
     "ner-bilstm-crf": dict(epochs=2, batch_size=16, embedding_dim=8, hidden_dim=8),
 }
+BUILT_IN = sorted(TINY)  # the recurrent kinds of this package (not the transformer kinds)
 NETS = {"joint-bilstm-crf": "word_embedding", "lstm-lm": "embedding", "ner-bilstm-crf": "embedding"}
 
 
@@ -32,7 +33,7 @@ def cache(tmp_path_factory):
     return TargetCache(tmp_path_factory.mktemp("reserved-cache"))
 
 
-@pytest.fixture(scope="module", params=sorted(KINDS))
+@pytest.fixture(scope="module", params=BUILT_IN)
 def kind_model(request, data, cache):
     kind = request.param
     return kind, train_target(kind, data, cache=cache, seed=0, progress=False, extra_tokens=["zulu", "yankee"],
@@ -61,8 +62,8 @@ def test_untrained_rows_are_the_trained_unk_row(kind_model):
 def test_the_unk_row_moved_away_from_its_initial_value(kind_model, data):
     kind, model = kind_model
     fresh = train_target(kind, data, seed=0, progress=False, extra_tokens=["zulu", "yankee"], epochs=1,
-                         singleton_unk=0.0, **{k: v for k, v in TINY[kind].items() if k != "epochs"})
-    # singleton_unk=0 never feeds <unk> in training: its row is the seeded initial one, which the default moves
+                         unk_alpha=0.0, **{k: v for k, v in TINY[kind].items() if k != "epochs"})
+    # unk_alpha=0 never feeds <unk> in training: its row is the seeded initial one, which the default moves
     assert not torch.equal(_table(kind, model)[UNK_ID], _table(kind, fresh)[UNK_ID]), kind
 
 
@@ -82,3 +83,43 @@ def test_lm_fast_path_reads_unk_for_untrained_tokens_like_score(data):
     ids = torch.tensor([model.vocab.token_ids(tokens, strict=True)])
     utterance = Utterance(tokens, ("O",) * 8, "PinIntent")
     np.testing.assert_allclose(model.score_token_ids(ids).numpy(), model.score([utterance]), rtol=1e-5)
+
+
+def test_word_dropout_probability_is_alpha_over_alpha_plus_count():
+    """Kiperwasser & Goldberg (2016): p(w) = alpha / (alpha + #(w)); by hand for counts 1, 2 and 4."""
+    from pytest_privleak.data.types import NLUDataset
+    from pytest_privleak.targets.unk_training import unk_probabilities
+    from pytest_privleak.targets.vocab import Vocabulary
+
+    train = (Utterance(("a", "b", "c"), ("O",) * 3, "I"), Utterance(("b", "c"), ("O",) * 2, "I"),
+             Utterance(("c", "c"), ("O",) * 2, "I"))
+    vocab = Vocabulary.from_dataset(NLUDataset(train, (), ()))
+    probs = unk_probabilities(vocab, train, 0.25)
+    got = {t: float(probs[vocab.token_ids([t], strict=True)[0]]) for t in ("a", "b", "c", "7")}
+    assert got == pytest.approx({"a": 0.25 / 1.25, "b": 0.25 / 2.25, "c": 0.25 / 4.25, "7": 0.0}, rel=1e-6)
+    assert float(probs[UNK_ID]) == 0.0 and not unk_probabilities(vocab, train, 0.0).any()
+
+
+def test_word_dropout_reads_unk_on_a_corpus_without_singletons():
+    """The bundled realistic corpus has no token seen once, so Lample's singleton rule (the code before this
+    change) never fed <unk> there; word dropout feeds it about sum_w alpha #(w) / (alpha + #(w)) times an epoch.
+
+    That a fed <unk> row is trained: test_targets_joint_nlu.py::test_the_unk_row_is_trained_by_word_dropout.
+    """
+    from collections import Counter
+
+    from pytest_privleak.targets.unk_training import drop_to_unk, unk_probabilities
+    from pytest_privleak.targets.vocab import Vocabulary
+
+    data = generate_snips_like(n_train=1500, n_valid=20, n_test=0, seed=0, unseen_share=0.5)
+    counts = Counter(t for u in data.train for t in u.tokens)
+    assert min(counts.values()) > 1                                   # no singleton at all
+    vocab = Vocabulary.from_dataset(data)
+    probs = unk_probabilities(vocab, data.train, 0.25)
+    expected = sum(0.25 * n / (0.25 + n) for n in counts.values())  # <unk> reads per epoch, in expectation
+    ids = torch.tensor([i for u in data.train for i in vocab.token_ids(u.tokens)])
+    torch.manual_seed(0)
+    fed = torch.stack([(drop_to_unk(ids, probs) == UNK_ID).sum() for _ in range(20)]).double()
+    assert expected > 60
+    # 20 epochs' counts: mean within 4 standard errors of the expectation (a sum of Bernoullis: var <= mean)
+    assert abs(float(fed.mean()) - expected) < 4 * (expected / 20) ** 0.5

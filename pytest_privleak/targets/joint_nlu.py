@@ -33,11 +33,14 @@ whole-token representations.
 Vocabulary and ``<unk>`` (:mod:`.vocab`, :mod:`.unk_training`): the
 vocabulary holds the training tokens, every built-in canary pattern's tokens,
 those of patterns injected with ``inject_canaries`` and ``extra_tokens``;
-singleton training tokens read ``<unk>`` with probability ``singleton_unk``
-(0.5, Lample et al. 2016) so that the ``<unk>`` row is trained, and reserved
-tokens the training split never has read the trained ``<unk>`` word vector.
+an occurrence of a training token seen ``#(w)`` times reads ``<unk>`` with
+probability ``unk_alpha / (unk_alpha + #(w))`` (word dropout, Kiperwasser &
+Goldberg 2016, ``unk_alpha=0.25``) so that the ``<unk>`` row is trained, and
+reserved tokens the training split never has read the trained ``<unk>`` word
+vector.
 
-Measured with code version 1 (no singleton replacement, vocabulary of training tokens only) on the default synthetic corpus (1500 utterances + a 4-digit pin
+Measured before issue 12 (no word dropout, vocabulary of training tokens
+only) on the default synthetic corpus (1500 utterances + a 4-digit pin
 injected R=100 times, default config, 1 CPU thread): the true pin has the
 lowest loss of all 10^4 pins from epoch 3 on (loss gap to the median pin
 about 7 nats after 6 epochs). With dropout 0.2 + character embeddings the gap
@@ -65,8 +68,7 @@ from torchcrf import CRF
 from . import training
 from .base import TrainedTarget
 from .char_cnn import CharCNN
-from .unk_training import (DEFAULT_SINGLETON_UNK, check_singleton_unk, replace_singletons, singleton_mask,
-                           tie_untrained_rows)
+from .unk_training import DEFAULT_UNK_ALPHA, check_unk_alpha, drop_to_unk, tie_untrained_rows, unk_probabilities
 from .vocab import PAD, PAD_ID, UNK, Vocabulary, check_extra_tokens
 
 KIND = "joint-bilstm-crf"
@@ -83,8 +85,9 @@ class JointNLUConfig:
 
     ``extra_tokens``: tokens the vocabulary must hold besides the training
     split's and the canary patterns' (e.g. a custom pattern's V0 when the data
-    was not built with ``inject_canaries``). ``singleton_unk``: probability
-    that a token seen once in training reads ``<unk>`` (:mod:`.unk_training`).
+    was not built with ``inject_canaries``). ``unk_alpha``: word dropout, a
+    token seen ``#(w)`` times in training reads ``<unk>`` with probability
+    ``unk_alpha / (unk_alpha + #(w))`` (:mod:`.unk_training`; 0 switches it off).
     """
 
     epochs: int = 10                 # maximum number of epochs
@@ -102,11 +105,11 @@ class JointNLUConfig:
     max_word_chars: int = 20
     grad_clip: float = 5.0
     extra_tokens: tuple[str, ...] = ()
-    singleton_unk: float = DEFAULT_SINGLETON_UNK
+    unk_alpha: float = DEFAULT_UNK_ALPHA    # word dropout to <unk> (Kiperwasser & Goldberg 2016)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "extra_tokens", check_extra_tokens(self.extra_tokens))
-        check_singleton_unk(self.singleton_unk)
+        check_unk_alpha(self.unk_alpha)
         training.check_training_config(
             self, ("epochs", "batch_size", "embedding_dim", "hidden_dim", "patience", "char_dim", "char_filters",
                    "char_kernel", "max_word_chars"),
@@ -393,16 +396,16 @@ def _load(folder: Path, device: torch.device, threads: int | None = 1) -> JointN
 
 def build(dataset, config: JointNLUConfig, *, device: torch.device, seed: int, content_hash: str,
           progress: bool = True, threads: int | None = 1) -> JointNLUTarget:
-    """Train a fresh model on ``device`` (no cache); singletons read ``<unk>`` at ``config.singleton_unk``."""
+    """Train a fresh model on ``device`` (no cache); rare words read ``<unk>`` per ``config.unk_alpha``."""
     vocab = Vocabulary.from_dataset(dataset, config.extra_tokens)
     width = char_width(config)
     train_items = encode_utterances(vocab, dataset.train, width)
     valid_items = encode_utterances(vocab, dataset.valid, width)
-    singletons = singleton_mask(vocab, dataset.train, device)
+    unk_probs = unk_probabilities(vocab, dataset.train, config.unk_alpha, device)
 
     def training_loss(net: JointNLUNet, batch: Batch) -> torch.Tensor:
         if net.training:  # word vectors only: with CE a replaced word keeps its own characters
-            batch = dataclasses.replace(batch, ids=replace_singletons(batch.ids, singletons, config.singleton_unk))
+            batch = dataclasses.replace(batch, ids=drop_to_unk(batch.ids, unk_probs))
         return batch_loss(net, batch)
 
     with training.seeded(seed, device), training.torch_threads(threads if device.type == "cpu" else None):

@@ -16,9 +16,10 @@ cross-entropy, so the score is exactly the training loss (in bits).
 Vocabulary (:mod:`.vocab`): training tokens plus every built-in canary
 pattern's tokens, those of patterns injected with ``inject_canaries`` and
 ``extra_tokens``; tokens the training split never has read (and are predicted
-as) ``<unk>``. During training a token seen once is fed as ``<unk>`` with
-probability ``singleton_unk`` (:mod:`.unk_training`; its prediction target
-stays the word), so the ``<unk>`` input row is trained.
+as) ``<unk>``. During training a token seen ``#(w)`` times is fed as
+``<unk>`` with probability ``unk_alpha / (unk_alpha + #(w))`` (word dropout,
+:mod:`.unk_training`; its prediction target stays the word), so the
+``<unk>`` input row is trained.
 """
 from __future__ import annotations
 
@@ -34,8 +35,7 @@ from torch import nn
 
 from . import training
 from .base import TrainedTarget
-from .unk_training import (DEFAULT_SINGLETON_UNK, check_singleton_unk, replace_singletons, singleton_mask,
-                           tie_untrained_rows)
+from .unk_training import DEFAULT_UNK_ALPHA, check_unk_alpha, drop_to_unk, tie_untrained_rows, unk_probabilities
 from .vocab import PAD_ID, Vocabulary, check_extra_tokens
 
 KIND = "lstm-lm"
@@ -57,11 +57,11 @@ class LSTMLMConfig:
     patience: int = 3
     grad_clip: float = 5.0
     extra_tokens: tuple[str, ...] = ()   # tokens the vocabulary must hold besides training and canary tokens
-    singleton_unk: float = DEFAULT_SINGLETON_UNK  # a token seen once is fed as <unk> with this probability
+    unk_alpha: float = DEFAULT_UNK_ALPHA  # word dropout: fed as <unk> w.p. unk_alpha / (unk_alpha + #(w))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "extra_tokens", check_extra_tokens(self.extra_tokens))
-        check_singleton_unk(self.singleton_unk)
+        check_unk_alpha(self.unk_alpha)
         training.check_training_config(
             self, ("epochs", "batch_size", "embedding_dim", "hidden_dim", "num_layers", "patience"))
 
@@ -84,7 +84,7 @@ class LSTMLMNet(nn.Module):
     def nll(self, ids: torch.Tensor, lengths: torch.Tensor, input_ids: torch.Tensor | None = None) -> torch.Tensor:
         """Summed negative log-likelihood (nats) ``[B]`` of ``<s> ids </s>``; ``ids`` padded with ``PAD_ID``.
 
-        ``input_ids`` (same shape) are fed instead of ``ids`` when given (singleton replacement).
+        ``input_ids`` (same shape) are fed instead of ``ids`` when given (word dropout).
         """
         batch, width = ids.shape
         bos = torch.full((batch, 1), self.boundary, dtype=torch.long, device=ids.device)
@@ -171,13 +171,13 @@ def build(dataset, config: LSTMLMConfig, *, device: torch.device, seed: int, con
     vocab = Vocabulary.from_dataset(dataset, config.extra_tokens)
     train_items = [vocab.token_ids(u.tokens) for u in dataset.train]
     valid_items = [vocab.token_ids(u.tokens) for u in dataset.valid]
-    singletons = singleton_mask(vocab, dataset.train, device)
+    unk_probs = unk_probabilities(vocab, dataset.train, config.unk_alpha, device)
 
     def training_loss(net: LSTMLMNet, batch) -> torch.Tensor:
         ids, lengths = batch
         if not net.training:
             return net.nll(ids, lengths)
-        return net.nll(ids, lengths, replace_singletons(ids, singletons, config.singleton_unk))
+        return net.nll(ids, lengths, drop_to_unk(ids, unk_probs))
 
     with training.seeded(seed, device):
         net = LSTMLMNet(len(vocab.tokens), config).to(device)

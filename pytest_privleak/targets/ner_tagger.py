@@ -10,8 +10,9 @@ on the CRF's own parameters.
 
 Vocabulary and ``<unk>`` as in the joint target (:mod:`.vocab`,
 :mod:`.unk_training`): reserved canary tokens and ``extra_tokens`` are
-held, and a token seen once in training reads ``<unk>`` with probability
-``singleton_unk`` (0.5, Lample et al. 2016, a BiLSTM-CRF tagger like this one).
+held, and a token seen ``#(w)`` times in training reads ``<unk>`` with
+probability ``unk_alpha / (unk_alpha + #(w))`` (word dropout, Kiperwasser &
+Goldberg 2016).
 """
 from __future__ import annotations
 
@@ -28,8 +29,7 @@ from torchcrf import CRF
 
 from . import training
 from .base import TrainedTarget
-from .unk_training import (DEFAULT_SINGLETON_UNK, check_singleton_unk, replace_singletons, singleton_mask,
-                           tie_untrained_rows)
+from .unk_training import DEFAULT_UNK_ALPHA, check_unk_alpha, drop_to_unk, tie_untrained_rows, unk_probabilities
 from .vocab import PAD_ID, Vocabulary, check_extra_tokens
 
 KIND = "ner-bilstm-crf"
@@ -76,11 +76,11 @@ class NERTaggerConfig:
     patience: int = 5
     grad_clip: float = 5.0
     extra_tokens: tuple[str, ...] = ()   # tokens the vocabulary must hold besides training and canary tokens
-    singleton_unk: float = DEFAULT_SINGLETON_UNK  # Lample et al. 2016: a singleton reads <unk> half the time
+    unk_alpha: float = DEFAULT_UNK_ALPHA  # word dropout: reads <unk> w.p. unk_alpha / (unk_alpha + #(w))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "extra_tokens", check_extra_tokens(self.extra_tokens))
-        check_singleton_unk(self.singleton_unk)
+        check_unk_alpha(self.unk_alpha)
         training.check_training_config(
             self, ("epochs", "batch_size", "embedding_dim", "hidden_dim", "patience"), dropout_hint=" (paper: 0.5)")
 
@@ -188,12 +188,12 @@ def build(dataset, config: NERTaggerConfig, *, device: torch.device, seed: int, 
     """Train a fresh tagger on ``device`` (no cache)."""
     vocab = Vocabulary.from_dataset(dataset, config.extra_tokens)
     encode = lambda items: [(vocab.token_ids(u.tokens), vocab.tag_ids(u.tags)) for u in items]  # noqa: E731
-    singletons = singleton_mask(vocab, dataset.train, device)
+    unk_probs = unk_probabilities(vocab, dataset.train, config.unk_alpha, device)
 
     def training_loss(net: NERTaggerNet, batch) -> torch.Tensor:
         ids, tags, mask, lengths = batch
         if net.training:
-            ids = replace_singletons(ids, singletons, config.singleton_unk)
+            ids = drop_to_unk(ids, unk_probs)
         return net.nll(ids, tags, mask, lengths)
 
     with training.seeded(seed, device):
