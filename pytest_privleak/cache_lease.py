@@ -95,6 +95,8 @@ def create_exclusive(fs, path: str, data: bytes, *, settle: float = 0.5) -> bool
         try:
             with handle:
                 handle.write(data)
+        except FileExistsError:      # backends that check on commit (a conditional put on close)
+            return False
         except OSError:              # created exclusively, but the handle cannot write (paramiko's "xb"):
             put_atomic(fs, path, data)   # the file is ours; fill it by an atomic replace
     return read_bytes(fs, path) == data

@@ -343,3 +343,83 @@ def test_an_upload_that_fails_leaves_no_copy_that_only_this_host_would_see(tmp_p
     assert not a.entry(KEY).exists() and not any(f.endswith(MARKER) for f in _remote_files(url))
     monkeypatch.undo()
     assert a.get_or_build(KEY, lambda: [2], _save, _load) == ([2], False)    # retried, published this time
+
+
+# --------------------------------------------------------------------------- exclusive create across backends
+
+class _Backend:
+    """A memory filesystem whose ``open(path, "xb")`` behaves like another backend's."""
+
+    def __init__(self, url, behaviour):
+        self.fs, self.root = fsspec.core.url_to_fs(url)
+        self.behaviour = behaviour
+
+    def __getattr__(self, name):
+        return getattr(self.fs, name)
+
+    def open(self, path, mode="rb", **kwargs):
+        if mode != "xb":
+            return self.fs.open(path, mode, **kwargs)
+        if self.behaviour == "no-xb":                      # a backend without exclusive create
+            raise ValueError("unsupported file mode 'xb'")
+        if self.behaviour in ("eexist-as-failure", "read-only-handle") and self.fs.exists(path):
+            raise OSError("Failure")                       # SFTP v3 reports EEXIST like this
+        fs = self.fs
+
+        class Handle:                                      # the check happens on commit (S3 conditional PUT)
+            def __enter__(self):
+                return self
+
+            def write(self, data):
+                if behaviour == "read-only-handle":
+                    raise OSError("File not open for writing")   # paramiko's "xb"
+                self.data = data
+
+            def __exit__(self, *exc):
+                if exc[0] is None:
+                    if fs.exists(path):
+                        raise FileExistsError("At least one of the pre-conditions you specified did not hold")
+                    fs.pipe_file(path, self.data)
+                return False
+
+        behaviour = self.behaviour
+        if behaviour == "read-only-handle":
+            fs.pipe_file(path, b"")                        # created (empty) at open, as SFTP does
+        return Handle()
+
+
+def test_a_create_refused_on_commit_loses_and_leaves_the_winner_s_lease(url):
+    from pytest_privleak.cache_lease import create_exclusive
+
+    fs = _Backend(url, "check-on-commit")
+    path = f"{fs.root}/k.lease.json"
+    handle = fs.open(path, "xb")                           # opened before the winner commits
+    fs.fs.pipe_file(path, b"winner")
+    with pytest.raises(FileExistsError):
+        with handle:
+            handle.write(b"late")
+    fs.fs.rm_file(path)
+    calls = []
+    real_open = fs.open
+
+    def open_then_lose(p, mode="rb", **kw):
+        h = real_open(p, mode, **kw)
+        if mode == "xb":
+            calls.append(1)
+            fs.fs.pipe_file(p, b"winner")                  # the other host commits between our open and close
+        return h
+
+    fs.open = open_then_lose
+    assert create_exclusive(fs, path, b"late") is False and calls == [1]
+    assert fs.fs.cat_file(path) == b"winner"
+
+
+@pytest.mark.parametrize("behaviour", ["no-xb", "eexist-as-failure", "read-only-handle"])
+def test_exclusive_create_wins_once_on_each_kind_of_backend(url, behaviour):
+    from pytest_privleak.cache_lease import create_exclusive
+
+    fs = _Backend(url, behaviour)
+    path = f"{fs.root}/k.lease.json"
+    assert create_exclusive(fs, path, b"first", settle=0.01) is True
+    assert create_exclusive(fs, path, b"second", settle=0.01) is False
+    assert fs.fs.cat_file(path) == b"first"
