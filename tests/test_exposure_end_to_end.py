@@ -7,7 +7,7 @@ Sharer; d-exposure-discriminative eq. 1), measured as the mean over canaries.
 import numpy as np
 import pytest
 
-from pytest_privleak.attacks.exposure import measure_exposure
+from pytest_privleak.attacks.exposure import compute_exposure as measure_exposure
 from pytest_privleak.attacks.exposure_assertion import assert_exposure_below
 from pytest_privleak.canaries import canary, inject_canaries
 from pytest_privleak.data.synthetic import generate_snips_like
@@ -87,3 +87,20 @@ def test_users_view_through_the_plugin(pytester):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*exposure.exposure_bits*violates the limit (at most 8.000)*",
                                  "*rank*1 of 10000 secrets*", "*remedy*"])
+
+
+def test_a_custom_prefix_outside_the_vocabulary_is_refused_and_extra_tokens_fixes_it(corpus):
+    """Before issue 12 the unknown prefix word was scored as <unk> and a figure reported."""
+    import torch
+
+    from pytest_privleak.attacks.candidates import OutOfVocabularyError
+    from pytest_privleak.canaries import custom_pattern
+
+    torch.set_num_threads(1)
+    badge = canary(custom_pattern("badge", ("my", "badge", "is"), tuple("0123456789"), 2, "GetWeather"), seed=3)
+    small = corpus.with_train(corpus.train[:120])
+    plain = train_target("lstm-lm", small, seed=0, progress=False, epochs=1, hidden_dim=16)
+    with pytest.raises(OutOfVocabularyError, match=r"'badge'.*extra_tokens=\['badge'\]"):
+        measure_exposure(plain, badge)
+    fixed = train_target("lstm-lm", small, seed=0, progress=False, epochs=1, hidden_dim=16, extra_tokens=["badge"])
+    assert 0.0 <= measure_exposure(fixed, badge).value <= np.log2(100)
