@@ -24,6 +24,16 @@ _HELPERS = {
     "assert_exposure_below": ".attacks.exposure_assertion",
     "assert_d_exposure_below": ".attacks.exposure_assertion",
     "assert_ldp_holds": ".ldp.assertion",
+    "assert_membership_auc_at_most": ".attacks.membership_assertion",
+    "assert_mix_and_match_rank_at_least": ".attacks.mix_and_match_assertion",
+    "assert_embedding_inversion_at_most": ".embeddings.inversion_assertion",
+    "measure_cea": ".attacks.cea_assertion",
+    "measure_exposure": ".attacks.exposure_assertion",
+    "measure_d_exposure": ".attacks.exposure_assertion",
+    "measure_ldp": ".ldp.assertion",
+    "measure_membership": ".attacks.membership_assertion",
+    "measure_mix_and_match": ".attacks.mix_and_match_assertion",
+    "measure_embedding_inversion": ".embeddings.inversion_assertion",
 }
 
 __all__ = ["check", *sorted(_HELPERS)]
