@@ -86,6 +86,10 @@ class TransformersEncoder:
     def dim(self) -> int:
         return int(self.model.config.hidden_size)
 
+    def title(self) -> str:
+        """Stable short name for result labels: the model class and the pooling."""
+        return f"{type(self.model).__name__} mean-pooled" + (" unit" if self.normalize else "")
+
     def describe(self) -> dict[str, Any]:
         return {"adapter": self.kind, "model": type(self.model).__name__, "device": str(self.device),
                 "dtype": str(self.model.get_input_embeddings().weight.dtype).replace("torch.", ""),

@@ -1,0 +1,122 @@
+"""``measure_embedding_inversion`` and ``assert_embedding_inversion_at_most``: §V pattern reconstruction as a gate.
+
+One :class:`LeakResult` per sub-attack (``top1_year``, ``top1_month``,
+``top1_day`` for Citizen ID; ``top1_nucleotide`` pooled over the 20 positions
+for Genome), each with its Clopper-Pearson interval and chance baseline; the
+top-5 figure is in ``extra`` (and gated too when ``max_top5`` is given).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..results import LeakResult, record
+from .describe import check_name, check_tolerance, encoder_facts, encoder_label
+from .inversion import InversionMeasurement, SubAttackFigure, check_sub_attacks, invert_embeddings
+from .patterns import get_pattern
+
+ATTACK = "embedding-inversion"
+REMEDY = ("the embeddings give the secret part of the text away (privacy-risks-language-model-embeddings §V): do not "
+          "share raw embeddings of texts holding IDs or sequences; mask the secret span before encoding; or wrap the "
+          "encoder in a defence of §VII (pytest_privleak.embeddings.defences: rounded, laplace_noise, "
+          "privacy_preserving_mapping, subspace_projection), each costing downstream utility "
+          "(measure it with measure_utility), and re-run this assertion on the wrapped encoder")
+
+
+def _rate(x: Any, name: str) -> float | None:
+    if x is None:
+        return None
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0.0 <= float(x) <= 1.0:
+        raise ValueError(f"{name} must be an accuracy in [0, 1], got {x!r}; fix: e.g. {name}=0.05 (Citizen-ID year "
+                         "chance is 0.01, month 0.083)")
+    return float(x)
+
+
+def _results(encoder: Any, m: InversionMeasurement, *, top1: float | None, top5: float | None, name: str | None,
+             tolerance: float | None) -> list[LeakResult]:
+    label = name if name is not None else encoder_label(encoder, f"{m.pattern}, {m.n_victims} victims")
+    facts = encoder_facts(encoder)
+    common = {"attack": f"MLP sub-attacks on generated samples (§V-B), {m.n_train} training texts, {m.steps} steps "
+                        "of batch 128", "examples": "; ".join(m.examples)}
+    if m.per_position:
+        common["per position"] = ", ".join(f"{k.split()[-1]}: {v:.2f}" for k, v in m.per_position.items())
+    out = []
+    for f in m.figures:
+        extra = {f"top5_{f.name}": f.top5, f"top5_chance": f.chance5, **m.extra} if f.chance5 < 1 else dict(m.extra)
+        evidence = {**common, "recovered": f"{f.hits1} of {f.n} {f.name}s exactly (top-1), {f.hits5} in the top 5"
+                    if f.chance5 < 1 else f"{f.hits1} of {f.n} nucleotides (victims x positions)"}
+        out.append(LeakResult(attack=ATTACK, metric=f"top1_{f.name}", value=f.top1, threshold=top1,
+                              direction="at_most", interval=f.interval1, confidence=m.confidence, chance=f.chance1,
+                              ceiling=1.0, label=label, evidence=evidence, extra=extra, remedy=REMEDY,
+                              tolerance=tolerance, target=facts))
+        if top5 is not None and f.chance5 < 1:
+            out.append(LeakResult(attack=ATTACK, metric=f"top5_{f.name}", value=f.top5, threshold=top5,
+                                  direction="at_most", interval=f.interval5, confidence=m.confidence,
+                                  chance=f.chance5, ceiling=1.0, label=label, evidence=evidence,
+                                  extra={f"top1_{f.name}": f.top1}, remedy=REMEDY, tolerance=tolerance, target=facts))
+    return out
+
+
+def _check_limits(pattern: Any, subs: tuple[str, ...], max_top1: float | None, max_top5: float | None) -> None:
+    prior = pattern.class_probabilities()
+    for sub, p in prior.items():
+        if subs and sub not in subs:
+            continue
+        for limit, k, arg in ((max_top1, 1, "max_top1"), (max_top5, 5, "max_top5")):
+            chance = float(sum(sorted(p, reverse=True)[:k]))
+            if limit is not None and limit < chance - 1e-12 and len(p) > k:
+                raise ValueError(f"{arg}={limit:g} is below the chance of the {sub} sub-attack ({chance:.3f}: a "
+                                 "guesser who knows the format reaches it without any embedding), so the gate "
+                                 f"would fail on every encoder; fix: {arg} >= {chance:.3f}, e.g. chance plus a margin")
+
+
+def measure_embedding_inversion(encoder: Any, pattern: Any = "citizen-id", *, n_train: int = 20000,
+                                n_victims: int = 1000, steps: int = 3000, seed: int = 0, confidence: float = 0.95,
+                                sub_attacks: Any = None, name: str | None = None) -> list[LeakResult]:
+    """Measure the §V attack (top-1 per sub-attack, top-5 in ``extra``) without gating; results are recorded."""
+    check_name(name)
+    m = invert_embeddings(encoder, get_pattern(pattern), n_train=n_train, n_victims=n_victims, steps=steps,
+                          seed=seed, confidence=confidence, sub_attacks=sub_attacks)
+    return [record(r) for r in _results(encoder, m, top1=None, top5=None, name=name, tolerance=None)]
+
+
+def assert_embedding_inversion_at_most(encoder: Any, pattern: Any = "citizen-id", *, max_top1: float,
+                                       max_top5: float | None = None, n_train: int = 20000, n_victims: int = 1000,
+                                       steps: int = 3000, seed: int = 0, confidence: float = 0.95,
+                                       sub_attacks: Any = None, name: str | None = None,
+                                       tolerance: float | None = None) -> list[LeakResult]:
+    """Fail when any sub-attack of §V reads the secret from ``encoder``'s embeddings above ``max_top1``.
+
+    ``pattern``: ``"citizen-id"`` (year, month, day of the birth date in an
+    18-digit ID; chance 0.01, 0.083, ~0.035) or ``"genome"`` (the nucleotide
+    at any of 20 positions; chance 0.25). ``sub_attacks``: a subset of
+    the Citizen-ID sub-attacks (e.g. ``("year",)``). ``max_top5``: also gate the top-5
+    accuracy. Each sub-attack's top-1 accuracy is compared with the limit;
+    its Clopper-Pearson interval and chance are printed. The attack is the
+    paper's (the only one: no exhaustive search fits 10^18 IDs); more ``steps``
+    and ``n_train`` make it stronger (§V-D trains 100,000 iterations). Returns the recorded
+    results (all are recorded; the worst failing one is raised).
+    """
+    __tracebackhide__ = True
+    from ..assertions import check
+
+    pattern = get_pattern(pattern)
+    top1, top5 = _rate(max_top1, "max_top1"), _rate(max_top5, "max_top5")
+    if top1 is None:
+        raise ValueError("max_top1 must be an accuracy in [0, 1], got None; fix: e.g. max_top1=0.05")
+    subs = check_sub_attacks(pattern, sub_attacks)
+    _check_limits(pattern, subs, top1, top5)
+    check_name(name)
+    tolerance = check_tolerance(tolerance)
+    m = invert_embeddings(encoder, pattern, n_train=n_train, n_victims=n_victims, steps=steps, seed=seed,
+                          confidence=confidence, sub_attacks=subs or None)
+    results = _results(encoder, m, top1=top1, top5=top5, name=name, tolerance=tolerance)
+    failing = sorted((r for r in results if not r.passed), key=lambda r: r.threshold - r.value)
+    for r in results:
+        if not failing or r is not failing[0]:
+            record(r)
+    if failing:
+        check(failing[0])
+    return results
+
+
+__all__ = ["measure_embedding_inversion", "assert_embedding_inversion_at_most", "SubAttackFigure"]
