@@ -66,3 +66,11 @@ def test_untrained_tokens_outside_the_vocabulary_are_refused(data):
     vocab = Vocabulary.from_dataset(data)
     with pytest.raises(ValueError, match=r"untrained tokens \['nope'\] are not in its tokens; fix:"):
         Vocabulary(vocab.tokens, vocab.chars, vocab.tags, vocab.intents, ("nope",))
+
+
+@pytest.mark.parametrize("kind", BUILT_IN)
+@pytest.mark.parametrize("value", [0, -1, 1.5, "2", True])
+def test_bad_threads_are_named(kind, data, value):
+    """Before issue 12 only the joint target took ``threads``: the others raised an unknown-key TypeError."""
+    with pytest.raises(ValueError, match=rf"threads={value!r} must be an integer >= 1 or None; fix: threads=1"):
+        train_target(kind, data, progress=False, threads=value, epochs=1)

@@ -166,7 +166,7 @@ def _load(folder: Path, device: torch.device) -> LSTMLanguageModel:
 
 
 def build(dataset, config: LSTMLMConfig, *, device: torch.device, seed: int, content_hash: str,
-          progress: bool = True) -> LSTMLanguageModel:
+          progress: bool = True, threads: int | None = 1) -> LSTMLanguageModel:
     """Train a fresh model on ``device`` (no cache)."""
     vocab = Vocabulary.from_dataset(dataset, config.extra_tokens)
     train_items = [vocab.token_ids(u.tokens) for u in dataset.train]
@@ -179,7 +179,8 @@ def build(dataset, config: LSTMLMConfig, *, device: torch.device, seed: int, con
             return net.nll(ids, lengths)
         return net.nll(ids, lengths, drop_to_unk(ids, unk_probs))
 
-    with training.seeded(seed, device):
+    # a fixed thread count: the same weights whatever the core count (the cache key has none)
+    with training.seeded(seed, device), training.torch_threads(threads if device.type == "cpu" else None):
         net = LSTMLMNet(len(vocab.tokens), config).to(device)
         history = training.fit(
             net, training_loss, train_items, valid_items, lambda items: _collate(items, device),
@@ -191,10 +192,14 @@ def build(dataset, config: LSTMLMConfig, *, device: torch.device, seed: int, con
 
 
 def train(dataset, *, device: str = "cpu", cache=None, seed: int = 0, progress: bool = True,
-          **config) -> LSTMLanguageModel:
-    """Train (or load from ``cache``) the LSTM LM on ``dataset.train``; ``config``: :class:`LSTMLMConfig` fields."""
+          threads: int | None = 1, **config) -> LSTMLanguageModel:
+    """Train (or load from ``cache``) the LSTM LM on ``dataset.train``; ``config``: :class:`LSTMLMConfig` fields.
+
+    ``threads`` caps torch's CPU threads while training (1: the same weights on
+    any core count; ``None`` leaves torch's setting); not part of the cache key.
+    """
     return training.train_or_load(
         KIND, LSTMLMConfig, config, dataset, device=device, cache=cache, seed=seed,
         build=lambda cfg, dev, key: build(dataset, cfg, device=dev, seed=seed, content_hash=key,
-                                        progress=progress),
+                                        progress=progress, threads=threads),
         save=_save, load=lambda folder, dev: _load(folder, dev))

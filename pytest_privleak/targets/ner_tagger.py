@@ -184,7 +184,7 @@ def _load(folder: Path, device: torch.device) -> NERTagger:
 
 
 def build(dataset, config: NERTaggerConfig, *, device: torch.device, seed: int, content_hash: str,
-          progress: bool = True) -> NERTagger:
+          progress: bool = True, threads: int | None = 1) -> NERTagger:
     """Train a fresh tagger on ``device`` (no cache)."""
     vocab = Vocabulary.from_dataset(dataset, config.extra_tokens)
     encode = lambda items: [(vocab.token_ids(u.tokens), vocab.tag_ids(u.tags)) for u in items]  # noqa: E731
@@ -196,7 +196,8 @@ def build(dataset, config: NERTaggerConfig, *, device: torch.device, seed: int, 
             ids = drop_to_unk(ids, unk_probs)
         return net.nll(ids, tags, mask, lengths)
 
-    with training.seeded(seed, device):
+    # a fixed thread count: the same weights whatever the core count (the cache key has none)
+    with training.seeded(seed, device), training.torch_threads(threads if device.type == "cpu" else None):
         net = NERTaggerNet(vocab, config).to(device)
         history = training.fit(
             net, training_loss, encode(dataset.train), encode(dataset.valid), lambda items: _collate(items, device),
@@ -208,10 +209,14 @@ def build(dataset, config: NERTaggerConfig, *, device: torch.device, seed: int, 
 
 
 def train(dataset, *, device: str = "cpu", cache=None, seed: int = 0, progress: bool = True,
-          **config) -> NERTagger:
-    """Train (or load from ``cache``) the tagger; ``config`` keys are :class:`NERTaggerConfig` fields."""
+          threads: int | None = 1, **config) -> NERTagger:
+    """Train (or load from ``cache``) the tagger; ``config`` keys are :class:`NERTaggerConfig` fields.
+
+    ``threads`` caps torch's CPU threads while training (1: the same weights on
+    any core count; ``None`` leaves torch's setting); not part of the cache key.
+    """
     return training.train_or_load(
         KIND, NERTaggerConfig, config, dataset, device=device, cache=cache, seed=seed,
         build=lambda cfg, dev, key: build(dataset, cfg, device=dev, seed=seed, content_hash=key,
-                                        progress=progress),
+                                        progress=progress, threads=threads),
         save=_save, load=lambda folder, dev: _load(folder, dev))

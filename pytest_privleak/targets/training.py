@@ -112,7 +112,8 @@ def torch_threads(count: int | None) -> Iterator[None]:
         yield
         return
     if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-        raise ValueError(f"threads={count!r} must be an integer >= 1 or None")
+        raise ValueError(f"threads={count!r} must be an integer >= 1 or None; fix: threads=1 (the same "
+                         "weights on any core count), or None to leave torch's setting")
     before = torch.get_num_threads()
     torch.set_num_threads(count)
     try:
