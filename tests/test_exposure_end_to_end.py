@@ -19,6 +19,17 @@ PINS = [canary("pin", 4, seed=s) for s in range(4)]
 NEVER_INSERTED = canary("pin", 4, seed=77)   # 2 9 2 4: shares no position with PINS[0]
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One torch thread: these small models are overhead-bound, and two threads on a shared CPU spin."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="module")
 def corpus():
     return generate_snips_like(n_train=800, n_valid=80, n_test=0, seed=0)
@@ -91,12 +102,9 @@ def test_users_view_through_the_plugin(pytester):
 
 def test_a_custom_prefix_outside_the_vocabulary_is_refused_and_extra_tokens_fixes_it(corpus):
     """Before issue 12 the unknown prefix word was scored as <unk> and a figure reported."""
-    import torch
-
     from pytest_privleak.attacks.candidates import OutOfVocabularyError
     from pytest_privleak.canaries import custom_pattern
 
-    torch.set_num_threads(1)
     badge = canary(custom_pattern("badge", ("my", "badge", "is"), tuple("0123456789"), 2, "GetWeather"), seed=3)
     small = corpus.with_train(corpus.train[:120])
     plain = train_target("lstm-lm", small, seed=0, progress=False, epochs=1, hidden_dim=16)
