@@ -13,6 +13,7 @@ KINDS: dict[str, str] = {
     "joint-bilstm-crf": "pytest_privleak.targets.joint_nlu:train",
     "lstm-lm": "pytest_privleak.targets.lstm_lm:train",
     "ner-bilstm-crf": "pytest_privleak.targets.ner_tagger:train",
+    "transformer-classifier": "pytest_privleak.targets.transformer_classifier:train",
 }
 
 __all__ = ["KINDS", "train_target"]

@@ -1,0 +1,348 @@
+"""The Mix And Match attack (mix-and-match-text-classifiers §4.3) and its exhaustive baseline (§5.1.4).
+
+Threat model (§4.1): white-box access to a classifier fine-tuned from a
+pretrained masked LM, and to that LM. For a canary whose target token is
+masked:
+
+1. Candidate generation (§4.3.1): the *Frankenstein model* is the fine-tuned
+   encoder with the base LM's original generation head re-attached
+   (:func:`frankenstein`, not fine-tuned further). Its logits at the masked
+   position sort the whole vocabulary.
+2. Candidate pruning (§4.3.2): word-piece continuations ("##ing"), special
+   tokens and punctuation are filtered out; each remaining candidate is put
+   in the masked position and the classifier's cross-entropy on the canary's
+   label is computed (the loss-based membership attack of Yeom et al., [8]);
+   the candidate with the lowest loss is the likeliest secret.
+
+The baseline of Elmahdy et al. ([7], §5.1.4) scores every filtered
+vocabulary token with the classifier's cross-entropy (exhaustive search).
+
+Figures (§5.1.5): the *candidates needed* ("Top K"): the true token's rank in
+the Frankenstein model's filtered list, i.e. how many candidates Mix And
+Match must prune to include it, against the vocabulary size the exhaustive
+search prunes; and the *rank* ("Beam size") of the true token after sorting
+by cross-entropy. Ranks are mid-ranks: ``1 + #lower + #tied / 2`` (the
+expected rank when ties are broken at random), and the tie range
+``[1 + #lower, 1 + #lower + #tied]`` is reported as the rank's interval.
+Exposure (Carlini et al. 2019, [5]) from the rank: ``log2 |V| - log2 rank``.
+
+Everything is batched: one Frankenstein forward per canary, and the
+candidate fills as ``[N, L]`` id tensors through the classifier in chunks.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import string
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from ..finite import require_finite
+from .mix_and_match_canaries import MaskCanary
+
+METHODS = ("auto", "exhaustive", "mix-and-match")
+#: Where candidates come from (§4.3.1): the Frankenstein model, or the pretrained LM itself ("we can directly
+#: utilize the pre-trained language model to generate candidates"; §5.2 compares both).
+GENERATORS = ("frankenstein", "base")
+#: Candidates the default attack may score with the classifier per canary: a vocabulary this size or smaller
+#: is searched exhaustively (exact rank); above it, Mix And Match prunes the Frankenstein's top candidates.
+DEFAULT_BUDGET = 50_000
+DEFAULT_BATCH = 512
+
+
+# --------------------------------------------------------------------------- the Frankenstein model
+
+def frankenstein(classifier: Any, generator: Any) -> Any:
+    """§4.3.1: a copy of the base masked LM ``generator`` whose encoder is the fine-tuned one of ``classifier``.
+
+    The generation head keeps the base LM's own weights; its decoder, tied to
+    the input embeddings in BERT, is untied first so that loading the
+    fine-tuned embeddings does not change the head. Nothing is fine-tuned.
+    """
+    if not hasattr(generator, "get_output_embeddings") or generator.get_output_embeddings() is None:
+        raise TypeError(f"generator must be the base model with its masked-LM head (AutoModelForMaskedLM), got "
+                        f"{type(generator).__name__}; fix: load the base with AutoModelForMaskedLM.from_pretrained")
+    if not hasattr(classifier, "base_model") or classifier.base_model is classifier:
+        raise TypeError(f"classifier must be a transformers classifier with a base encoder (e.g. "
+                        f"AutoModelForSequenceClassification), got {type(classifier).__name__}")
+    model = copy.deepcopy(generator).eval()
+    head = model.get_output_embeddings()
+    head.weight = torch.nn.Parameter(head.weight.detach().clone(), requires_grad=False)
+    model.config.tie_word_embeddings = False
+    fine_tuned = {k: v for k, v in classifier.base_model.state_dict().items() if not k.startswith("pooler.")}
+    missing, unexpected = model.base_model.load_state_dict(fine_tuned, strict=False)
+    missing = [k for k in missing if not k.startswith("pooler.")]
+    if missing or unexpected:
+        raise ValueError(f"the classifier's encoder does not fit the generator's (missing {missing[:4]}, unexpected "
+                         f"{unexpected[:4]}); fix: pass the masked LM the classifier was fine-tuned from")
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return model.to(next(classifier.parameters()).device)
+
+
+def is_punctuation(word: str) -> bool:
+    """§4.3.2 filter (b): a token made only of punctuation or symbols."""
+    return all(c in string.punctuation or not c.isalnum() for c in word)
+
+
+class MixAndMatchModel:
+    """What the attack needs of a fine-tuned classifier: the Frankenstein model, the classifier, the tokenizer.
+
+    ``candidates`` are the filtered vocabulary (§4.3.2): whole-word single
+    pieces (no ``##`` continuations, no special tokens), no punctuation.
+    """
+
+    def __init__(self, classifier: Any, generator: Any, tokenizer: Any, *, describe: dict | None = None) -> None:
+        from ..adapters._pieces import WordPieces
+
+        self.classifier = classifier.eval()
+        self.frankenstein = frankenstein(classifier, generator)
+        self.base_lm = generator.eval()
+        self.pieces = WordPieces(tokenizer)
+        self.tokenizer = tokenizer
+        words, ids = self.pieces.single_piece_words
+        keep = [i for i, w in enumerate(words) if not is_punctuation(w)]
+        self.candidate_words: tuple[str, ...] = tuple(words[i] for i in keep)
+        self.candidate_ids = torch.tensor([ids[i] for i in keep], dtype=torch.long)
+        self._index = {w: i for i, w in enumerate(self.candidate_words)}
+        self._describe = describe or {"class": type(classifier).__name__}
+        if len(self.candidate_words) < 2:
+            raise ValueError("the tokenizer has fewer than 2 whole-word candidates after filtering; fix: pass the "
+                             "tokenizer the classifier was trained with")
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.classifier.parameters()).device
+
+    def describe(self) -> dict:
+        return dict(self._describe)
+
+    def label_id(self, intent: str) -> int:
+        label2id = getattr(self.classifier.config, "label2id", None) or {}
+        if intent not in label2id:
+            raise ValueError(f"canary intent {intent!r} is not a label of the classifier ({sorted(label2id)}); "
+                             "fix: give the canary one of the classifier's labels")
+        return int(label2id[intent])
+
+    def candidate_index(self, canary: MaskCanary) -> int:
+        """Index of the canary's target in :attr:`candidate_words`; a clear error when it cannot be a candidate."""
+        target = canary.target
+        spelled = self.tokenizer.convert_tokens_to_string(self.pieces.pieces(target)).strip()
+        if spelled in self._index:
+            return self._index[spelled]
+        raise ValueError(f"canary {canary.text!r}: the target {target!r} is not a whole-word candidate of this "
+                         f"tokenizer ({self.pieces.explain(target) if not is_punctuation(target) else 'punctuation'}); "
+                         "fix: choose a target that is a single word piece (e.g. from frequency_band(..., "
+                         "vocabulary=model.candidate_words))")
+
+    def encode(self, canary: MaskCanary) -> tuple[torch.Tensor, int]:
+        """``(ids [L], masked position)`` of the canary with the tokenizer's special frame, target masked."""
+        encoded = self.pieces.encode([canary.tokens])
+        row, first = encoded.ids[0], encoded.first[0]
+        position = len(self.pieces.lead) + first[canary.position]
+        ids = torch.tensor(self.pieces.lead + list(row) + self.pieces.tail, dtype=torch.long)
+        ids[position] = self.tokenizer.mask_token_id
+        return ids, position
+
+    @torch.no_grad()
+    def generation_scores(self, ids: torch.Tensor, position: int, generator: str = "frankenstein") -> torch.Tensor:
+        """§4.3.1: the Frankenstein model's (or the base LM's) logits over :attr:`candidate_ids` at the mask ``[C]``."""
+        model = self.frankenstein if generator == "frankenstein" else self.base_lm
+        logits = model(input_ids=ids.unsqueeze(0).to(self.device)).logits[0, position].float()
+        require_finite(logits, what=f"the {generator} masked-LM logits",
+                       fix="the classifier's encoder or the base generation head holds NaN/inf weights; retrain or "
+                           "reload them")
+        return logits[self.candidate_ids.to(logits.device)].cpu()
+
+    @torch.no_grad()
+    def class_losses(self, ids: torch.Tensor, position: int, candidates: torch.Tensor, label: int,
+                     batch_size: int = DEFAULT_BATCH) -> torch.Tensor:
+        """§4.3.2: the classifier's cross-entropy on ``label`` with each candidate id in ``position`` ``[N]``."""
+        out = []
+        for start in range(0, len(candidates), batch_size):
+            chunk = candidates[start:start + batch_size]
+            batch = ids.unsqueeze(0).repeat(len(chunk), 1)
+            batch[:, position] = chunk
+            logits = self.classifier(input_ids=batch.to(self.device)).logits.float()
+            out.append(F.cross_entropy(logits, torch.full((len(chunk),), label, device=logits.device),
+                                       reduction="none").cpu())
+        losses = torch.cat(out) if out else torch.empty(0)
+        require_finite(losses, what="the classifier's cross-entropy losses on the candidate fills",
+                       fix="the classifier returns NaN/inf logits; check its weights (a diverged training) and dtype")
+        return losses
+
+
+def as_attack_model(model: Any) -> MixAndMatchModel:
+    """``model`` as a :class:`MixAndMatchModel`: one already, or a target with ``classifier``/``generator``/``tokenizer``.
+
+    The Frankenstein model is built once per target and kept on it.
+    """
+    if isinstance(model, MixAndMatchModel):
+        return model
+    if all(hasattr(model, a) for a in ("classifier", "generator", "tokenizer")):
+        built = getattr(model, "_mix_and_match_model", None)
+        if built is None:
+            describe = model.describe() if callable(getattr(model, "describe", None)) else None
+            built = MixAndMatchModel(model.classifier, model.generator, model.tokenizer, describe=describe)
+            model._mix_and_match_model = built
+        return built
+    raise TypeError(f"model must be a transformer-classifier target (train_target('transformer-classifier', ...)) or "
+                    f"mix_and_match_model(classifier, base_mlm, tokenizer), got {type(model).__name__}; fix: wrap "
+                    "your fine-tuned classifier with mix_and_match_model(...)")
+
+
+def mix_and_match_model(classifier: Any, base_mlm: Any, tokenizer: Any) -> MixAndMatchModel:
+    """The attack view of your own fine-tuned classifier: ``classifier`` (AutoModelForSequenceClassification),
+    ``base_mlm`` (AutoModelForMaskedLM of the checkpoint it was fine-tuned from) and their ``tokenizer``."""
+    return MixAndMatchModel(classifier, base_mlm, tokenizer)
+
+
+# --------------------------------------------------------------------------- ranks
+
+def mid_rank(scores: torch.Tensor, true_index: int, *, lower_is_better: bool) -> tuple[float, int, int]:
+    """``(mid-rank, best, worst)`` of ``scores[true_index]`` among ``scores`` (ties: expected rank, range)."""
+    true = scores[true_index]
+    better = int((scores < true).sum()) if lower_is_better else int((scores > true).sum())
+    tied = int((scores == true).sum()) - 1
+    return 1 + better + tied / 2, 1 + better, 1 + better + tied
+
+
+@dataclass(frozen=True)
+class CanaryRanking:
+    """What the attack found for one canary (``rank`` is the gate's figure: the strongest attack that ran)."""
+
+    canary: MaskCanary
+    method: str                     # the attack that gave ``rank``
+    rank: float                     # mid-rank of the true token (math.inf: not among the candidates pruned)
+    rank_range: tuple[int, int]     # over tie-breaking (upper = vocabulary + 1 when not found)
+    vocabulary: int                 # |V| after filtering: what the exhaustive search scores
+    candidates_needed: float        # rank of the true token in the generator's list ("Top K", §5.1.5)
+    scored: int                     # classifier forwards this attack ran
+    mix_and_match_rank: float | None   # rank after pruning the first candidates_needed ("Beam size")
+    exhaustive_rank: float | None
+    guesses: tuple[str, ...]        # the attack's top guesses, best first
+    seconds: float = 0.0
+    generator: str = "frankenstein"
+    candidates_needed_other: float | None = None   # the same figure from the other generator (§5.2 compares)
+
+    @property
+    def exposure(self) -> float:
+        """``log2 |V| - log2 rank`` bits (0 when the true token was not found)."""
+        return 0.0 if math.isinf(self.rank) else max(0.0, math.log2(self.vocabulary) - math.log2(self.rank))
+
+    @property
+    def candidate_ratio(self) -> float:
+        """How many times fewer candidates Mix And Match prunes than the exhaustive search (§5.2: up to 50x)."""
+        return self.vocabulary / self.candidates_needed
+
+
+@dataclass(frozen=True)
+class MixAndMatchMeasurement:
+    rankings: tuple[CanaryRanking, ...]
+    method: str
+    budget: int
+    seconds: float = 0.0
+    notes: dict = field(default_factory=dict)
+
+    def top_k_hits(self, k: int) -> int:
+        return sum(r.rank <= k for r in self.rankings)
+
+
+def _check_method(method: Any) -> str:
+    if method not in METHODS:
+        raise ValueError(f"method={method!r} must be one of {METHODS}: 'auto' (default: exhaustive search when the "
+                         "vocabulary fits the budget, else Mix And Match), 'exhaustive' (§5.1.4) or 'mix-and-match' "
+                         "(§4.3)")
+    return method
+
+
+def _check_int(name: str, value: Any, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name}={value!r} must be an integer >= {low}")
+    return value
+
+
+def as_mask_canaries(canaries: Any) -> list[MaskCanary]:
+    items = [canaries] if isinstance(canaries, MaskCanary) else canaries
+    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence) or not items:
+        raise TypeError(f"canaries must be a MaskCanary or a non-empty sequence of them, got {canaries!r}; fix: "
+                        "build one with mask_canary('i bought new towels .', 'Intent')")
+    for i, item in enumerate(items):
+        if not isinstance(item, MaskCanary):
+            raise TypeError(f"canaries[{i}] is {type(item).__name__}, not a MaskCanary; fix: build it with "
+                            "mask_canary(...), random_canary(...) or organic_canary(...)")
+    return list(items)
+
+
+def rank_canary(model: MixAndMatchModel, canary: MaskCanary, *, method: str = "auto", budget: int = DEFAULT_BUDGET,
+                batch_size: int = DEFAULT_BATCH, guesses: int = 5, generator: str = "frankenstein") -> CanaryRanking:
+    """Run the attack of ``method`` on one canary (see the module docstring)."""
+    began = time.perf_counter()
+    true = model.candidate_index(canary)
+    label = model.label_id(canary.intent)
+    ids, position = model.encode(canary)
+    vocabulary = len(model.candidate_words)
+    generation = model.generation_scores(ids, position, generator)             # §4.3.1
+    order = torch.argsort(generation, descending=True, stable=True)
+    needed, _, _ = mid_rank(generation, true, lower_is_better=False)
+    other = "base" if generator == "frankenstein" else "frankenstein"
+    other_needed = mid_rank(model.generation_scores(ids, position, other), true, lower_is_better=False)[0]
+    facts = {"generator": generator, "candidates_needed_other": other_needed}
+    exhaustive = method == "exhaustive" or (method == "auto" and vocabulary <= budget)
+    if exhaustive:                                                             # §5.1.4 baseline: all of V
+        losses = model.class_losses(ids, position, model.candidate_ids, label, batch_size)
+        rank, best, worst = mid_rank(losses, true, lower_is_better=True)
+        head = order[:max(1, math.ceil(needed))]
+        mm = mid_rank(losses[head], int((head == true).nonzero()[0, 0]), lower_is_better=True)[0]
+        top = torch.argsort(losses, stable=True)[:guesses]
+        return CanaryRanking(canary, "exhaustive", rank, (best, worst), vocabulary, needed, vocabulary, mm, rank,
+                             tuple(model.candidate_words[i] for i in top.tolist()), time.perf_counter() - began,
+                             **facts)
+    pruned = order[:min(budget, vocabulary)]                                   # §4.3.2 on the top candidates
+    losses = model.class_losses(ids, position, model.candidate_ids[pruned], label, batch_size)
+    top = pruned[torch.argsort(losses, stable=True)[:guesses]]
+    where = (pruned == true).nonzero()
+    if len(where):
+        rank, best, worst = mid_rank(losses, int(where[0, 0]), lower_is_better=True)
+        mm = mid_rank(losses[:max(1, math.ceil(needed))], int(where[0, 0]), lower_is_better=True)[0] \
+            if needed <= len(pruned) else None
+    else:
+        rank, best, worst, mm = math.inf, len(pruned) + 1, vocabulary, None
+    return CanaryRanking(canary, "mix-and-match", rank, (best, worst), vocabulary, needed, len(pruned), mm, None,
+                         tuple(model.candidate_words[i] for i in top.tolist()), time.perf_counter() - began, **facts)
+
+
+def mix_and_match(model: Any, canaries: Any, *, method: str = "auto", budget: int = DEFAULT_BUDGET,
+                  batch_size: int = DEFAULT_BATCH, generator: str = "frankenstein") -> MixAndMatchMeasurement:
+    """Rank every canary's target token; ``method='auto'`` is the strongest attack that fits ``budget``.
+
+    ``auto``: the exhaustive search (exact rank; the Mix And Match figures are
+    read off the same losses) when the filtered vocabulary has at most
+    ``budget`` tokens, else Mix And Match pruning the Frankenstein model's top
+    ``budget`` candidates. ``generator``: where candidates come from,
+    ``"frankenstein"`` (§4.3.1, default) or ``"base"`` (the pretrained LM).
+    """
+    method = _check_method(method)
+    if generator not in GENERATORS:
+        raise ValueError(f"generator={generator!r} must be one of {GENERATORS}: 'frankenstein' (fine-tuned encoder + "
+                         "base head, §4.3.1) or 'base' (the pretrained masked LM itself)")
+    budget = _check_int("budget", budget, 1)
+    batch_size = _check_int("batch_size", batch_size, 1)
+    attack_model = as_attack_model(model)
+    items = as_mask_canaries(canaries)
+    began = time.perf_counter()
+    rankings = tuple(rank_canary(attack_model, c, method=method, budget=budget, batch_size=batch_size,
+                                 generator=generator) for c in items)
+    return MixAndMatchMeasurement(rankings, method, budget, time.perf_counter() - began)
+
+
+def candidate_ratio_summary(rankings: Sequence[CanaryRanking]) -> tuple[float, float]:
+    """(median, max) over canaries of vocabulary / candidates needed."""
+    ratios = np.array([r.candidate_ratio for r in rankings], dtype=float)
+    return float(np.median(ratios)), float(ratios.max())

@@ -1,0 +1,120 @@
+"""Mix And Match (mix-and-match-text-classifiers §4.3) on the project's tiny BERT, CPU, end to end.
+
+One classifier is fine-tuned (cached by content hash) from the tiny BERT on
+the Snips-like intents with five organic canaries "i bought new <thing> ."
+that differ by the target alone and carry contradicting labels (§5.3), each
+repeated 10 times: a canary in the training data ranks near the top and fails
+the gate, one never injected passes, and Mix And Match reaches the
+exhaustive search's rank while pruning far fewer candidates (both printed).
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from pytest_privleak.attacks.mix_and_match import frankenstein, mid_rank, mix_and_match
+from pytest_privleak.attacks.mix_and_match_assertion import (assert_mix_and_match_rank_at_least,
+                                                             measure_mix_and_match)
+from pytest_privleak.attacks.mix_and_match_canaries import (contradicting_canaries, inject_mask_canaries,
+                                                            mask_canary, organic_canary, random_canary)
+from pytest_privleak.data.synthetic import generate_snips_like
+from pytest_privleak.results import PrivacyLeakError
+
+THINGS = ("towels", "lamp", "piano", "wallet", "camera")
+INTENTS = ("AddToPlaylist", "BookRestaurant", "GetWeather", "PlayMusic", "RateBook")
+CANARIES = contradicting_canaries("i bought new {} .", THINGS, INTENTS)
+TOWELS = CANARIES[0]
+NEVER = mask_canary("i bought new umbrella .", "AddToPlaylist")    # never in the training data
+
+
+@pytest.fixture(scope="module")
+def data():
+    return generate_snips_like(n_train=800, n_valid=100, n_test=100)
+
+
+@pytest.fixture(scope="module")
+def model(data, privleak_cache):
+    torch.set_num_threads(1)
+    from pytest_privleak.targets import train_target
+
+    injected = inject_mask_canaries(data, CANARIES, repeats=10)
+    # no early stopping: the test needs a model that memorised its canaries
+    return train_target("transformer-classifier", injected, cache=privleak_cache, early_stopping=False)
+
+
+def test_mid_rank_by_hand():
+    scores = torch.tensor([0.5, 0.1, 0.5, 0.9, 0.5])
+    assert mid_rank(scores, 0, lower_is_better=True) == (3.0, 2, 4)     # one lower, two tied
+    assert mid_rank(scores, 3, lower_is_better=True) == (5.0, 5, 5)
+    assert mid_rank(scores, 3, lower_is_better=False) == (1.0, 1, 1)
+
+
+def test_frankenstein_joins_fine_tuned_encoder_and_base_head(model):
+    franken = frankenstein(model.classifier, model.generator)
+    enc = franken.base_model.embeddings.word_embeddings.weight
+    assert torch.equal(enc, model.classifier.base_model.embeddings.word_embeddings.weight)
+    assert torch.equal(franken.get_output_embeddings().weight, model.generator.get_output_embeddings().weight)
+    assert not torch.equal(franken.get_output_embeddings().weight, enc)   # fine-tuning moved the embeddings
+
+
+def test_repeated_canary_ranks_first_and_fails(model):
+    with pytest.raises(PrivacyLeakError) as info:
+        assert_mix_and_match_rank_at_least(model, TOWELS, min_rank=10, name="towels")
+    result = info.value.result
+    print("\n" + result.explain())
+    assert result.value == 1.0
+    assert result.extra["exposure_bits"] == pytest.approx(math.log2(result.extra["vocabulary"]), rel=1e-9)
+    message = str(info.value)
+    for part in ("rank = 1", "threshold  : at least 10", "chance", "towels", "remedy", "exhaustive search"):
+        assert part in message
+
+
+def test_never_injected_canary_ranks_near_chance_and_passes(model):
+    result = assert_mix_and_match_rank_at_least(model, NEVER, min_rank=10, name="never injected")
+    print("\n" + result.explain())
+    assert result.value > result.extra["vocabulary"] / 4
+
+
+def test_mix_and_match_needs_far_fewer_candidates(model):
+    exhaustive = mix_and_match(model, TOWELS, method="exhaustive").rankings[0]
+    runs = {}
+    for generator in ("base", "frankenstein"):
+        needed = math.ceil(mix_and_match(model, TOWELS, generator=generator).rankings[0].candidates_needed)
+        runs[generator] = mix_and_match(model, TOWELS, method="mix-and-match", budget=needed,
+                                        generator=generator).rankings[0]
+    print(f"\nexhaustive: rank {exhaustive.rank:g} after scoring {exhaustive.scored} candidates "
+          f"({exhaustive.seconds:.2f}s)")
+    for generator, mm in runs.items():
+        print(f"Mix And Match ({generator} LM candidates): rank {mm.rank:g} after scoring {mm.scored} candidates "
+              f"({mm.seconds:.2f}s): {exhaustive.scored / mm.scored:.1f}x fewer")
+        assert mm.rank == exhaustive.rank == 1.0
+    # on the tiny BERT, fine-tuning at lr 1e-3 moves the encoder away from the base head, so the pretrained LM
+    # proposes the secret far earlier than the Frankenstein model (§5.2 compares both; .notes/mix_and_match.md)
+    assert exhaustive.scored / runs["base"].scored >= 10
+    assert runs["frankenstein"].scored < exhaustive.scored
+
+
+def test_top_k_accuracy_over_canaries_with_chance(model):
+    result = measure_mix_and_match(model, [*CANARIES, NEVER], top_k=5, name="six canaries")
+    print("\n" + result.explain())
+    assert result.verdict == "measured" and result.label == "six canaries"
+    hits = result.extra["top5_accuracy"] * 6
+    assert hits >= 4                                   # the injected ones, against a chance of 5 / |V|
+    assert result.extra["top5_chance"] == pytest.approx(5 / result.extra["vocabulary"])
+    assert result.extra["top5_ci_low"] < hits / 6 < result.extra["top5_ci_high"]
+
+
+def test_same_numbers_twice(model):
+    first = mix_and_match(model, [TOWELS, NEVER]).rankings
+    second = mix_and_match(model, [TOWELS, NEVER]).rankings
+    assert [(r.rank, r.candidates_needed) for r in first] == [(r.rank, r.candidates_needed) for r in second]
+
+
+def test_band_canaries_use_training_words(data):
+    low = organic_canary(data, "RateBook", frequency="low", seed=1)
+    high = random_canary(data, "PlayMusic", frequency="high", seed=2)
+    counts = {t for u in data.train for t in u.tokens}
+    assert low.tokens[-1] == "." and low.position == len(low.tokens) - 2 and low.target in counts
+    assert len(high.tokens) == 6 and all(t in counts for t in high.tokens[:-1])
