@@ -18,7 +18,7 @@ from helpers_transformers import HandWrittenPair, bert_config, dataset_words, fi
 
 from pytest_privleak.adapters import from_transformers  # noqa: E402
 from pytest_privleak.attacks.cea import extract  # noqa: E402
-from pytest_privleak.attacks.exposure import measure_exposure  # noqa: E402
+from pytest_privleak.attacks.exposure import compute_exposure  # noqa: E402
 from pytest_privleak.canaries import canary, inject_canaries  # noqa: E402
 from pytest_privleak.data.synthetic import generate_snips_like  # noqa: E402
 from pytest_privleak.data.types import Utterance  # noqa: E402
@@ -56,14 +56,14 @@ def test_exhaustive_cea_and_exposure_match_a_hand_written_wrapper(pair_setup):
     assert by_adapter.ranks == by_hand.ranks
     assert by_adapter.reconstructed == by_hand.reconstructed
     assert by_adapter.losses == pytest.approx(by_hand.losses, rel=1e-5)
-    exp_adapter = measure_exposure(adapter, PIN, method="exact")
-    exp_hand = measure_exposure(hand, PIN, method="exact")
+    exp_adapter = compute_exposure(adapter, PIN, method="exact")
+    exp_hand = compute_exposure(hand, PIN, method="exact")
     assert exp_adapter.rank == exp_hand.rank
     assert exp_adapter.value == pytest.approx(exp_hand.value, rel=1e-12)
     # the fine-tuned pair has seen the pin 18 times: it is far above the chance exposure (~1.44 bits)
     assert exp_adapter.value > 4.0, exp_adapter
     unseen = canary("pin", length=3, secret="1 6 0")       # never injected: a mid rank, equal in both
-    by_adapter, by_hand = (measure_exposure(m, unseen, method="exact") for m in (adapter, hand))
+    by_adapter, by_hand = (compute_exposure(m, unseen, method="exact") for m in (adapter, hand))
     assert by_adapter.rank == by_hand.rank > 1
     assert by_adapter.value == pytest.approx(by_hand.value, rel=1e-12)
 
@@ -193,5 +193,5 @@ def test_exposure_runs_on_language_models():
     tokenizer, mlm, gpt = _lm_setup()
     pin = canary("pin", length=2, seed=0)
     for model in (mlm, gpt):
-        result = measure_exposure(from_transformers(model, tokenizer), pin, method="exact")
+        result = compute_exposure(from_transformers(model, tokenizer), pin, method="exact")
         assert result.space_size == 100 and 0.0 <= result.value <= math.log2(100)

@@ -367,7 +367,3 @@ def compute_exposure(target: Any, canary: Any, *, method: str = "auto", referenc
         return sampled_from_scores(scores[0], scores[1:], size, confidence)
     return extrapolated_from_scores(scores[0], scores[1:], size, rng, confidence, bootstrap)
 
-
-#: The old name of :func:`compute_exposure`, kept for callers of this module; the public
-#: ``pytest_privleak.measure_exposure`` (``exposure_assertion.measure_exposure``) returns the LeakResult.
-measure_exposure = compute_exposure
