@@ -16,6 +16,8 @@ from pytest_privleak.canaries import canary, inject_canaries
 from pytest_privleak.data.synthetic import generate_snips_like
 from pytest_privleak.targets import train_target
 from pytest_privleak.targets.joint_nlu import JointNLUConfig
+from pytest_privleak.targets.lstm_lm import LSTMLMConfig
+from pytest_privleak.targets.ner_tagger import NERTaggerConfig
 from pytest_privleak.targets.training import CODE_VERSION, TARGET_FILE, WEIGHTS_FILE, cache_key
 
 TINY = dict(epochs=2, batch_size=16, embedding_dim=8, hidden_dim=8, char_dim=4, char_filters=6)
@@ -232,3 +234,14 @@ def test_concurrent_workers_train_once(tmp_path):
     assert sorted(loaded for loaded, _ in outcomes) == [False, True]     # one trained, one loaded
     assert len({key for _, key in outcomes}) == 1
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".staging")]
+
+
+@pytest.mark.parametrize("cls", [JointNLUConfig, LSTMLMConfig, NERTaggerConfig])
+def test_equal_numbers_give_one_cache_key(cls):
+    """Train once per content hash: unk_alpha=0 and 0.0, or lr as a numpy float, used to key two entries."""
+    data = tiny_data()
+    kind = {JointNLUConfig: "joint-bilstm-crf", LSTMLMConfig: "lstm-lm", NERTaggerConfig: "ner-bilstm-crf"}[cls]
+    base = cache_key(kind, data, cls(unk_alpha=0.0, lr=5e-3, grad_clip=5.0), 0, "cpu")
+    assert base == cache_key(kind, data, cls(unk_alpha=0, lr=np.float64(5e-3), grad_clip=5), 0, "cpu")
+    assert base != cache_key(kind, data, cls(unk_alpha=0.25, lr=5e-3, grad_clip=5.0), 0, "cpu")
+    assert base != cache_key(kind, data, cls(unk_alpha=0.0, lr=5e-3, grad_clip=5.0, extra_tokens=["x"]), 0, "cpu")

@@ -22,6 +22,7 @@ import dataclasses
 import json
 import logging
 import math
+import numbers
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -81,6 +82,19 @@ def check_training_config(config: Any, integers: Sequence[str], *, flags: Sequen
     for name in flags:
         if not isinstance(getattr(config, name), bool):
             raise ValueError(f"config {name}={getattr(config, name)!r} must be True or False")
+    normalise_floats(config)
+
+
+def normalise_floats(config: Any) -> None:
+    """Store every number of a ``float`` field of the frozen dataclass ``config`` as a Python float.
+
+    The cache key hashes ``repr`` of floats, so ``unk_alpha=0`` and ``0.0``, or
+    ``lr=np.float64(5e-3)`` and ``5e-3``, would key (and train) the same model twice.
+    """
+    for item in dataclasses.fields(config):
+        value = getattr(config, item.name)
+        if item.type in ("float", float) and isinstance(value, numbers.Real) and not isinstance(value, bool):
+            object.__setattr__(config, item.name, float(value))
 
 
 # --------------------------------------------------------------------------- seeding
