@@ -1,0 +1,32 @@
+"""Our intent classifier is a BERT fine-tuned on our utterances: can an attacker read a word of them back?
+
+Mix And Match (mix-and-match-text-classifiers §4.3) masks one word of a
+sentence and ranks every vocabulary word by the classifier's loss. CI uses
+the plugin's tiny BERT (pretrained offline, cached); pass base="minilm" or
+your own model folder for the real thing.
+"""
+import pytest
+
+from pytest_privleak import PrivacyLeakError
+from pytest_privleak.attacks.mix_and_match_assertion import assert_mix_and_match_rank_at_least
+from pytest_privleak.attacks.mix_and_match_canaries import contradicting_canaries, inject_mask_canaries, mask_canary
+
+# three purchases that differ by one word and disagree on the label (§5.3), each said 10 times
+PURCHASES = contradicting_canaries("i bought new {} .", ("towels", "lamp", "piano"),
+                                   ("AddToPlaylist", "BookRestaurant", "GetWeather"))
+
+
+@pytest.fixture(scope="module")
+def classifier(train_target, nlu_dataset):
+    data = inject_mask_canaries(nlu_dataset, PURCHASES, repeats=10)
+    return train_target("transformer-classifier", data, base="tiny-bert", early_stopping=False)
+
+
+def test_a_word_we_never_trained_on_stays_secret(classifier):
+    assert_mix_and_match_rank_at_least(classifier, mask_canary("i bought new umbrella .", "AddToPlaylist"),
+                                       min_rank=10, name="never said")
+
+
+def test_the_gate_catches_a_memorised_purchase(classifier):
+    with pytest.raises(PrivacyLeakError, match="remedy"):
+        assert_mix_and_match_rank_at_least(classifier, PURCHASES[0], min_rank=10, name="towels said 10 times")
