@@ -27,6 +27,7 @@ def test_a_word_we_never_trained_on_stays_secret(classifier):
                                        min_rank=10, name="never said")
 
 
-def test_the_gate_catches_a_memorised_purchase(classifier):
-    with pytest.raises(PrivacyLeakError, match="remedy"):
-        assert_mix_and_match_rank_at_least(classifier, PURCHASES[0], min_rank=10, name="towels said 10 times")
+@pytest.mark.xfail(raises=PrivacyLeakError, strict=True,
+                   reason="a purchase said 10 times with a contradicting label is the attacker's first guess")
+def test_a_memorised_purchase_stays_secret(classifier):
+    assert_mix_and_match_rank_at_least(classifier, PURCHASES[0], min_rank=10, name="towels said 10 times")
