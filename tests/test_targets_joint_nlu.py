@@ -214,11 +214,11 @@ def test_a_v0_token_the_corpus_never_says_is_attackable():
 
     base = generate_snips_like(n_train=200, n_valid=20, n_test=10, seed=0)
     assert "7" not in base.vocabulary
-    pin = canary("pin", secret="1 2 3 4")
+    pin = canary("pin", secret="1 2")                 # V0 = ten digits, '7' among them; 10^2 secrets keep it fast
     model = train_target("joint-bilstm-crf", inject_canaries(base, pin, repeats=10), seed=0, progress=False,
                          **TINY)
     report = extract(model, pin, method="exhaustive")
-    assert report.space_sizes == (10 ** 4,) and 1 <= report.ranks[0] <= 10 ** 4
+    assert report.space_sizes == (10 ** 2,) and 1 <= report.ranks[0] <= 10 ** 2
     seven = model.token_ids(["7"])[0]
     W = model.input_embeddings()
     assert torch.equal(W[seven], W[UNK_ID])           # never trained: the network reads <unk> for it
