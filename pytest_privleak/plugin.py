@@ -33,7 +33,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--privleak-seed", dest="privleak_seed", default=None,
                     help="base seed for canaries, training and attacks (default 0)")
     group.addoption("--privleak-cache-dir", dest="privleak_cache_dir", default=None,
-                    help="folder of the trained-target cache (default .privleak-cache under the rootdir)")
+                    help="where trained targets are cached: a folder (default .privleak-cache under the "
+                         "rootdir) or a URL shared by several hosts (file://, sftp://host/path, s3://bucket/prefix, "
+                         "any fsspec protocol; needs pytest-privleak[remote-cache])")
     group.addoption("--privleak-report", dest="privleak_report", nargs="?", const="privleak-report",
                     default=None, metavar="DIR",
                     help="write report.json, index.html and summary.md to DIR (default privleak-report/); "
@@ -134,10 +136,10 @@ def privleak_seed(request: pytest.FixtureRequest) -> int:
 
 @pytest.fixture(scope="session")
 def privleak_cache(request: pytest.FixtureRequest):
-    """The content-addressed cache of trained targets (``--privleak-cache-dir``)."""
-    from .cache import TargetCache
+    """The content-addressed cache of trained targets (``--privleak-cache-dir``: a folder or a URL)."""
+    from .cache_url import open_cache
 
-    return TargetCache(_settings(request).cache_dir)
+    return open_cache(_settings(request).cache_dir)
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from .cache_url import cache_location
 from .device import parse_device, parse_device_list
 
 
@@ -18,7 +19,7 @@ class Settings:
     device: str = "auto"
     devices: tuple[str, ...] = ()
     seed: int = 0
-    cache_dir: Path = Path(".privleak-cache")
+    cache_dir: Path | str = Path(".privleak-cache")   # a folder, or a URL read through fsspec (cache_url)
     report_dir: Path | None = None
     baseline: Path | None = None
     save_baseline: Path | None = None
@@ -95,10 +96,8 @@ def read_settings(config) -> Settings:
     devices_raw = _pick(config, "privleak_devices", "privleak_devices")
     devices = tuple(parse_device_list(devices_raw)) if devices_raw else ()
     seed = parse_seed(_pick(config, "privleak_seed", "privleak_seed") or 0)
-    cache = _pick(config, "privleak_cache_dir", "privleak_cache_dir") or ".privleak-cache"
-    cache_dir = Path(cache)
-    if not cache_dir.is_absolute():
-        cache_dir = Path(config.rootpath) / cache_dir
+    cache_dir = cache_location(_pick(config, "privleak_cache_dir", "privleak_cache_dir") or ".privleak-cache",
+                               root=config.rootpath)
     report_dir = parse_report_dir(config.getoption("privleak_report"))
     baseline = _path_option(config.getoption("privleak_baseline"), "--privleak-baseline", kind="file")
     save_baseline = _path_option(config.getoption("privleak_save_baseline"), "--privleak-save-baseline",
