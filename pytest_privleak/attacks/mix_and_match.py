@@ -152,7 +152,7 @@ class MixAndMatchModel:
 
     @torch.no_grad()
     def generation_scores(self, ids: torch.Tensor, position: int, generator: str = "frankenstein") -> torch.Tensor:
-        """§4.3.1: the Frankenstein model's (or the base LM's) logits over :attr:`candidate_ids` at the mask ``[C]``."""
+        """§4.3.1: the Frankenstein (or base LM) logits over :attr:`candidate_ids` at the mask ``[C]``."""
         model = self.frankenstein if generator == "frankenstein" else self.base_lm
         logits = model(input_ids=ids.unsqueeze(0).to(self.device)).logits[0, position].float()
         require_finite(logits, what=f"the {generator} masked-LM logits",
@@ -179,7 +179,7 @@ class MixAndMatchModel:
 
 
 def as_attack_model(model: Any) -> MixAndMatchModel:
-    """``model`` as a :class:`MixAndMatchModel`: one already, or a target with ``classifier``/``generator``/``tokenizer``.
+    """``model`` as a :class:`MixAndMatchModel`: one already, or a target with classifier, generator, tokenizer.
 
     The Frankenstein model is built once per target and kept on it.
     """

@@ -393,7 +393,8 @@ def train(dataset, *, device: str = "cpu", cache=None, seed: int = 0, **config) 
 
     if not isinstance(dataset, NLUDataset):
         raise TypeError(f"train_target({KIND!r}, dataset): dataset must be an NLUDataset, got "
-                        f"{type(dataset).__name__}; fix: build one with pytest_privleak.data or the nlu_dataset fixture")
+                        f"{type(dataset).__name__}; fix: build one with pytest_privleak.data or the nlu_dataset "
+                        "fixture")
     cfg = training.make_config(TransformerClassifierConfig, config, kind=KIND)
     torch_device = torch.device(device)
     base_box: dict[str, Base] = {}
