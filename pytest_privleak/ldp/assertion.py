@@ -81,7 +81,7 @@ def exact_figures(mechanism, found: AuditResult) -> dict[str, float]:
 
 
 def _show(x):
-    return x.tolist() if isinstance(x, np.ndarray) else x
+    return x.tolist() if isinstance(x, (np.ndarray, np.generic)) else x
 
 
 def ldp_result(mechanism, epsilon: float | None, found: AuditResult, *, delta: float = 0.0,

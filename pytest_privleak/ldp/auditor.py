@@ -51,11 +51,11 @@ from scipy.stats import beta
 
 from ..stats import clopper_pearson_lower, clopper_pearson_upper
 from .budget import AuditClock, check_progress, check_time_budget
-from .classifier import Scorer, check_classifier, train_rows, train_scorers
+from .classifier import Scorer, check_classifier, train_rows, train_scorers, warm_up
 from .diagnostics import LDPAuditWarning, warn_if_irreproducible
 from .labels import mechanism_label
 from .mechanisms import BoxDomain, FiniteDomain
-from .sampling import output_chunks, rows_per_chunk, sample_outputs
+from .sampling import draw_rows, output_chunks, sample_outputs
 from .search import FULL_SEARCH_MAX, Candidates, probe_pairs, screen_pairs
 
 __all__ = ["audit", "AuditResult", "choose_attack", "ThresholdAttack", "projected_bound", "count_event",
@@ -218,7 +218,7 @@ class AuditResult:
 
 
 def _show(x: np.ndarray):
-    return x.tolist() if isinstance(x, np.ndarray) else x
+    return x.tolist() if isinstance(x, (np.ndarray, np.generic)) else x
 
 
 def validate_pairs(mechanism, pairs, who: str = "") -> list[tuple[np.ndarray, np.ndarray]]:
@@ -320,10 +320,11 @@ def audit(mechanism, *, confidence: float = 0.95, pairs=None, samples: int = 1_0
         raise ValueError(f"mechanism.domain must be a BoxDomain or FiniteDomain from pytest_privleak.ldp, got "
                          f"{mechanism.domain!r}; fix: e.g. domain = FiniteDomain(np.arange(k))")
     who = label or mechanism_label(mechanism)
+    user = validate_pairs(mechanism, pairs, who)
+    warm_up()
     clock = AuditClock(who, time_budget=time_budget, progress=progress)
     probe_seq, search_seq, final_seq = np.random.SeedSequence(int(seed)).spawn(3)
     probe_rng, search_rng = np.random.default_rng(probe_seq), np.random.default_rng(search_seq)
-    user = validate_pairs(mechanism, pairs, who)
     anchors = np.asarray(mechanism.domain.anchors())
     warn_if_irreproducible(mechanism, np.repeat(anchors[:4], 16, axis=0), who)
     if search:
@@ -418,22 +419,34 @@ def _scores(mechanism, x, n, scorer, rng, who, clock, width) -> np.ndarray:
 
 
 def _final_counts(mechanism, a, b, scorer, att, *, samples, replicates, final_seq, width, who, clock):
-    """Event counts ``[(k1, k2)] * replicates`` on independent streams, drawn in rounds so a time budget
-    leaves every replicate with the same number of samples; returns them and the samples drawn per input."""
+    """Event counts ``[(k1, k2)] * replicates`` on independent streams, drawn in rounds of one chunk per stream.
+
+    A round counts only when complete, so a spent time budget leaves every
+    replicate and both inputs with the same number of samples (at least one
+    round is always drawn).  Returns the counts and the samples drawn per input.
+    """
     streams = [np.random.default_rng(s) for s in final_seq.spawn(2 * replicates)]  # a_0, b_0, a_1, b_1, ...
     counts = np.zeros(2 * replicates, dtype=np.int64)
-    rows = rows_per_chunk(width, at_least=1024)
+    rows = draw_rows(width)
     done = 0
     while done < samples:
         take = min(rows, samples - done)
+        this_round = np.zeros_like(counts)
         for i, rng in enumerate(streams):
+            if done and clock.spent():
+                return _pairs(counts, replicates), done
             out = sample_outputs(mechanism, a if i % 2 == 0 else b, take, rng, who)
-            counts[i] += _in_event(out, scorer, att, rng)
+            this_round[i] = _in_event(out, scorer, att, rng)
             clock.advance(take, "final estimate")
+        counts += this_round
         done += take
         if clock.spent():
             break
-    return [(int(counts[2 * r]), int(counts[2 * r + 1])) for r in range(replicates)], done
+    return _pairs(counts, replicates), done
+
+
+def _pairs(counts: np.ndarray, replicates: int) -> list[tuple[int, int]]:
+    return [(int(counts[2 * r]), int(counts[2 * r + 1])) for r in range(replicates)]
 
 
 def _ceiling(n: int, tail: float, delta: float) -> float:

@@ -80,7 +80,8 @@ class AuditClock:
         elapsed = now - self.started
         rate = self.done / elapsed if elapsed > 0 else 0.0
         eta = (self.total - self.done) / rate if rate > 0 else math.inf
-        budget = "" if self.budget is None else f", budget {self.budget:.0f} s"
+        budget = "" if self.budget is None else (
+            f", time budget {self.budget:g} s ({max(0.0, self.budget - elapsed):.0f} s left)")
         line = (f"privleak ldp [{self.label}]: {self.phase}: {self.done:,}/{self.total:,} samples "
                 f"({100.0 * self.done / self.total:.0f}%), {elapsed:.0f} s elapsed, ETA {eta:.0f} s{budget}")
         stream = self.stream if self.stream is not None else sys.stderr

@@ -33,6 +33,18 @@ _SCORE_FIX = ("the mechanism's outputs overflow the classifier (|output| near 1e
               "of moderate magnitude (e.g. rescale them) so that a classifier can be fitted")
 
 
+_warm = False
+
+
+def warm_up() -> None:
+    """Build one optimizer so torch's one-off lazy imports (seconds on a loaded machine) happen before an
+    audit's clock starts rather than inside its time budget."""
+    global _warm
+    if not _warm:
+        torch.optim.LBFGS([torch.zeros(1, requires_grad=True)])
+        _warm = True
+
+
 def check_classifier(kind) -> str:
     if kind not in ("logistic", "mlp"):
         raise ValueError(f"classifier must be 'logistic' or 'mlp', got {kind!r}; fix: classifier='logistic' "

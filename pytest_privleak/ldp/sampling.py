@@ -14,11 +14,20 @@ from ..finite import require_finite
 
 #: Numbers (rows x output width) per chunk drawn from a mechanism: 4 Mi, i.e. 4 MB of bits or 32 MB of floats.
 CHUNK_ELEMENTS = 1 << 22
+#: Rows per call when drawing many outputs of one input: small enough that a slow mechanism (1 ms a row)
+#: reports progress and meets a time budget every few seconds, large enough that per-call overhead is noise.
+#: Fixed, not timed, so that the same seed draws the same outputs on any machine.
+CHUNK_ROWS = 4096
 
 
 def rows_per_chunk(width: int, *, at_least: int = 256) -> int:
-    """Rows of ``width`` outputs that fit one chunk."""
+    """Rows of ``width`` outputs that fit one chunk's memory."""
     return max(at_least, CHUNK_ELEMENTS // max(1, int(width)))
+
+
+def draw_rows(width: int) -> int:
+    """Rows per mechanism call when drawing in a stream: :data:`CHUNK_ROWS`, fewer for very wide outputs."""
+    return max(1, min(CHUNK_ROWS, CHUNK_ELEMENTS // max(1, int(width))))
 
 
 def checked(out, n: int, who: str) -> np.ndarray:
@@ -50,10 +59,10 @@ def output_chunks(mechanism, x: np.ndarray, n: int, rng: np.random.Generator, wh
     """``n`` outputs of ``mechanism`` on ``x`` in chunks of bounded size (the stream is the same as one call
     for mechanisms that draw row by row)."""
     done = 0
-    rows = 1024 if width is None else rows_per_chunk(width)
+    rows = CHUNK_ROWS if width is None else draw_rows(width)
     while done < n:
         take = min(rows, n - done)
         out = sample_outputs(mechanism, x, take, rng, who)
-        rows = rows_per_chunk(out.shape[1])
+        rows = draw_rows(out.shape[1])
         done += take
         yield out

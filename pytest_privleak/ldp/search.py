@@ -69,9 +69,11 @@ def _moments(mechanism, inputs: np.ndarray, per_input: int, rng, who: str, clock
         batch = np.repeat(block, per_input, axis=0)
         out = checked(mechanism(batch, rng), len(batch), who).reshape(len(block), per_input, width)
         binary = binary and bool(np.all((out == 0) | (out == 1)))
-        out64 = out.astype(np.float64)
-        means[start:start + len(block)] = out64.mean(axis=1)
-        squares[start:start + len(block)] = (out64 ** 2).mean(axis=1)
+        means[start:start + len(block)] = out.mean(axis=1, dtype=np.float64)
+        if binary:  # 0/1 outputs: the mean of squares is the mean
+            squares[start:start + len(block)] = means[start:start + len(block)]
+        else:
+            squares[start:start + len(block)] = np.square(out, dtype=np.float64).mean(axis=1)
         if clock is not None:
             clock.advance(len(batch), "search (probe)")
     return means, squares, binary
