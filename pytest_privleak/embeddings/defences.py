@@ -206,12 +206,16 @@ class PrivacyPreservingMapping(Defence):
 
 
 def privacy_preserving_mapping(encoder: Any, texts: Sequence[str], secrets: Sequence[int] | np.ndarray, *,
-                               lam: float = 1.0, steps: int = 500, seed: int = 0) -> PrivacyPreservingMapping:
+                               lam: float = 0.01, steps: int = 600, seed: int = 0) -> PrivacyPreservingMapping:
     """Train the PPM of §VII (3) on the defender's ``texts`` and their sensitive classes ``secrets``.
 
     ``lam``: the λ of the regularised minimax game (larger keeps the
     embeddings closer: more utility, less privacy). ``steps`` rounds, each 1
-    adversary step then 5 mapping steps, batches of 64 (App. C).
+    adversary step then 5 mapping steps, batches of 64 (App. C). The paper
+    sweeps λ; the default 0.01 is where, on the tiny test encoder, the white-box
+    attack on *leg* fell from 0.96 to 0.62 (mean distortion 0.07); at 0.001
+    the game oscillated (distortion 3.3) and the attack kept 0.86, so check
+    the defended encoder with the assertion rather than trusting a λ.
     """
     if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not lam >= 0:
         raise ValueError(f"lam must be a number >= 0 (the λ of §VII (3)), got {lam!r}; fix: e.g. lam=1.0")
