@@ -50,6 +50,9 @@ def _result(encoder: Any, m: KeywordMeasurement, threshold: float | None, name: 
                 "test sets": f"balanced, {m.n} victim embeddings in all"}
     extra = {f"accuracy_{f.keyword}": f.accuracy for f in m.figures}
     extra["worst_keyword_accuracy"] = max(f.accuracy for f in m.figures)
+    # threshold-free: a DANN whose keyword score ranks victims well but whose 0.5 threshold is off after the
+    # domain shift shows chance accuracy with a high AUC (measured on MiniLM: accuracy 0.52, AUC 0.92-0.99)
+    extra["mean_auc"] = float(np.mean([f.auc for f in m.figures]))
     return LeakResult(attack=ATTACK, metric=f"accuracy_{m.setting}", value=m.accuracy, threshold=threshold,
                       direction="at_most", interval=m.interval, confidence=m.confidence, chance=0.5, ceiling=1.0,
                       label=label, evidence=evidence, extra=extra, remedy=REMEDY, tolerance=tolerance,
