@@ -118,3 +118,15 @@ def test_band_canaries_use_training_words(data):
     counts = {t for u in data.train for t in u.tokens}
     assert low.tokens[-1] == "." and low.position == len(low.tokens) - 2 and low.target in counts
     assert len(high.tokens) == 6 and all(t in counts for t in high.tokens[:-1])
+
+
+def test_tied_generator_scores_do_not_lose_the_secret(model, monkeypatch):
+    """Every candidate tied in the generator's logits: the mid-rank is half the vocabulary and the attack runs."""
+    from pytest_privleak.attacks.mix_and_match import MixAndMatchModel, as_attack_model
+
+    attack = as_attack_model(model)
+    monkeypatch.setattr(MixAndMatchModel, "generation_scores",
+                        lambda self, ids, position, generator="frankenstein": torch.zeros(len(self.candidate_ids)))
+    ranking = mix_and_match(attack, TOWELS).rankings[0]
+    assert ranking.candidates_needed == (ranking.vocabulary + 1) / 2
+    assert ranking.rank == 1.0 and ranking.mix_and_match_rank == 1.0

@@ -290,7 +290,7 @@ def rank_canary(model: MixAndMatchModel, canary: MaskCanary, *, method: str = "a
     vocabulary = len(model.candidate_words)
     generation = model.generation_scores(ids, position, generator)             # §4.3.1
     order = torch.argsort(generation, descending=True, stable=True)
-    needed, _, _ = mid_rank(generation, true, lower_is_better=False)
+    needed, _, reach = mid_rank(generation, true, lower_is_better=False)   # reach: prefix that surely holds it
     other = "base" if generator == "frankenstein" else "frankenstein"
     other_needed = mid_rank(model.generation_scores(ids, position, other), true, lower_is_better=False)[0]
     facts = {"generator": generator, "candidates_needed_other": other_needed}
@@ -298,7 +298,7 @@ def rank_canary(model: MixAndMatchModel, canary: MaskCanary, *, method: str = "a
     if exhaustive:                                                             # §5.1.4 baseline: all of V
         losses = model.class_losses(ids, position, model.candidate_ids, label, batch_size)
         rank, best, worst = mid_rank(losses, true, lower_is_better=True)
-        head = order[:max(1, math.ceil(needed))]
+        head = order[:reach]
         mm = mid_rank(losses[head], int((head == true).nonzero()[0, 0]), lower_is_better=True)[0]
         top = torch.argsort(losses, stable=True)[:guesses]
         return CanaryRanking(canary, "exhaustive", rank, (best, worst), vocabulary, needed, vocabulary, mm, rank,
@@ -310,8 +310,7 @@ def rank_canary(model: MixAndMatchModel, canary: MaskCanary, *, method: str = "a
     where = (pruned == true).nonzero()
     if len(where):
         rank, best, worst = mid_rank(losses, int(where[0, 0]), lower_is_better=True)
-        mm = mid_rank(losses[:max(1, math.ceil(needed))], int(where[0, 0]), lower_is_better=True)[0] \
-            if needed <= len(pruned) else None
+        mm = mid_rank(losses[:reach], int(where[0, 0]), lower_is_better=True)[0] if reach <= len(pruned) else None
     else:
         rank, best, worst, mm = math.inf, len(pruned) + 1, vocabulary, None
     return CanaryRanking(canary, "mix-and-match", rank, (best, worst), vocabulary, needed, len(pruned), mm, None,
