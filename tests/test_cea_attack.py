@@ -24,7 +24,7 @@ def quad():
 
 def test_gradient_attack_recovers_the_planted_minimum(quad):
     pin = canary("pin", secret="7 0 3 9")
-    report = extract(quad, pin, trials=3, starts=1, select="single", epochs=120)
+    report = extract(quad, pin, method="gradient", trials=3, starts=1, select="single", epochs=120)
     assert report.reconstructed == (("7", "0", "3", "9"),) * 3
     assert report.accuracy == 1.0 and report.hdt == 0.0
     assert max(report.losses) == pytest.approx(0.0, abs=1e-6)
@@ -33,7 +33,7 @@ def test_gradient_attack_recovers_the_planted_minimum(quad):
 def test_canaries_of_different_patterns_and_lengths_in_one_call(quad):
     items = [canary("pin", secret="7 0 3 9"), canary("color", secret="mauve red cyan lilac"),
              canary("call", secret="5 5 1 2 0 8")]
-    report = extract(quad, items, trials=2, starts=2, epochs=120)
+    report = extract(quad, items, method="gradient", trials=2, starts=2, epochs=120)
     assert report.canary_index == (0, 0, 1, 1, 2, 2)
     assert [" ".join(r) for r in report.reconstructed] == ["7 0 3 9"] * 2 + ["mauve red cyan lilac"] * 2 + \
         ["5 5 1 2 0 8"] * 2
@@ -57,7 +57,7 @@ def test_exhaustive_ranks_the_planted_secret_first(quad):
 
 def test_batched_trials_equal_a_loop_of_single_trials(quad):
     pin = canary("pin", secret="7 0 3 9")
-    kwargs = dict(starts=3, epochs=40, seed=5)          # short: stops before convergence so starts differ
+    kwargs = dict(method="gradient", starts=3, epochs=40, seed=5)          # short: stops before convergence so starts differ
     batched = extract(quad, pin, trials=4, **kwargs)
     looped = [extract(quad, pin, trials=1, first_trial=t, **kwargs) for t in range(4)]
     assert batched.reconstructed == tuple(r.reconstructed[0] for r in looped)
@@ -66,9 +66,10 @@ def test_batched_trials_equal_a_loop_of_single_trials(quad):
 
 def test_same_seed_same_figures_other_seed_other_starts(quad):
     pin = canary("pin", secret="7 0 3 9")
-    a = extract(quad, pin, trials=5, starts=1, select="single", epochs=15, seed=1)
-    b = extract(quad, pin, trials=5, starts=1, select="single", epochs=15, seed=1)
-    c = extract(quad, pin, trials=5, starts=1, select="single", epochs=15, seed=2)
+    kwargs = dict(method="gradient", trials=5, starts=1, select="single", epochs=15)
+    a = extract(quad, pin, seed=1, **kwargs)
+    b = extract(quad, pin, seed=1, **kwargs)
+    c = extract(quad, pin, seed=2, **kwargs)
     assert a.reconstructed == b.reconstructed and a.losses == b.losses
     assert a.losses != c.losses
 
@@ -82,10 +83,11 @@ def test_trivial_attack_runs_and_returns_v0_tokens(quad):
 
 def test_out_of_vocabulary_prefix_and_secret_tokens_fail_clearly(quad):
     unknown_prefix = canary(custom_pattern("pw", ("my", "password", "is"), DIGITS, 4, "PinIntent"), seed=0)
-    with pytest.raises(OutOfVocabularyError, match=r"'password'.*prefix.*inject the canary"):
+    with pytest.raises(OutOfVocabularyError, match=r"'password'.*prefix.*extra_tokens=\['password'\]") as info:
         extract(quad, unknown_prefix)
+    assert "injecting the canary is not enough" in str(info.value)   # never "inject the canary" as the fix
     unknown_v0 = canary(custom_pattern("hex", ("my",), DIGITS + ("a",), 2, "PinIntent"), secret="1 2")
-    with pytest.raises(ValueError, match=r"'a'.*V0.*add the token"):
+    with pytest.raises(ValueError, match=r"1 token\(s\).*V0.*: 'a'\..*extra_tokens=\['a'\]"):
         extract(quad, unknown_v0, method="exhaustive")
 
 
@@ -114,7 +116,9 @@ def test_attack_works_on_a_transformer_target(transformer_and_pin):
     model, pin = transformer_and_pin
     exhaustive = extract(model, pin, method="exhaustive")
     assert exhaustive.ranks == (1,)                      # the model memorised the pin
-    report = extract(model, pin, trials=4, starts=8)
+    report = extract(model, pin, method="gradient", trials=4, starts=8)
     assert report.accuracy >= 0.25                       # chance is 1e-4
     assert report.hdt < 0.5                              # chance is 0.9
-    assert report.accuracy == extract(model, pin, trials=4, starts=8).accuracy
+    assert report.accuracy == extract(model, pin, method="gradient", trials=4, starts=8).accuracy
+    auto = extract(model, pin)                           # the default: 10^4 pins fit the budget, all scored
+    assert auto.attacks == ("exhaustive",) and auto.reconstructed == exhaustive.reconstructed

@@ -50,8 +50,8 @@ def test_exhaustive_attack_ranks_the_pin_first(leaky_model):
 
 
 def test_same_seed_same_figures(leaky_model):
-    a = extract(leaky_model, PIN, trials=1, starts=2, epochs=60, seed=3)
-    b = extract(leaky_model, PIN, trials=1, starts=2, epochs=60, seed=3)
+    a = extract(leaky_model, PIN, method="gradient", trials=1, starts=2, epochs=60, seed=3)
+    b = extract(leaky_model, PIN, method="gradient", trials=1, starts=2, epochs=60, seed=3)
     assert a.reconstructed == b.reconstructed and a.losses == b.losses
 
 
@@ -73,7 +73,7 @@ def test_same_seed_same_figures(leaky_model):
 # learnt before early stopping's best epoch and the defended model still leaks.
 REALISTIC = dict(n_train=1500, n_valid=200, n_test=200, seed=0, unseen_share=0.5)
 DEFENCES = dict(epochs=100, dropout=0.2, early_stopping=True, patience=20, char_embeddings=True)
-PAPER_ATTACK = dict(trials=10, starts=1, select="single")   # §3.1: one random start per trial
+PAPER_ATTACK = dict(method="gradient", trials=10, starts=1, select="single")   # §3.1: one random start per trial
 
 
 @pytest.mark.slow

@@ -42,21 +42,32 @@ def pattern_of(canary_or_pattern: "Canary | CanaryPattern") -> "CanaryPattern":
 
 
 def vocabulary_rows(model: "SoftInputModel", tokens: Sequence[str], *, role: str) -> torch.Tensor:
-    """Row index in ``model.vocabulary`` of each token; :class:`OutOfVocabularyError` names a missing one.
+    """Row index in ``model.vocabulary`` of each token; :class:`OutOfVocabularyError` names every missing one.
 
-    ``role`` says which tokens these are (e.g. "prefix of canary 'my pin code is ...'").
+    ``role`` says which tokens these are (e.g. "prefix of canary pattern 'pin'").
     """
     index = _vocabulary_index(model)
-    rows = []
-    for token in tokens:
-        row = index.get(token)
-        if row is None:
-            raise OutOfVocabularyError(
-                f"token {token!r} ({role}) is not in the model's vocabulary ({len(index)} tokens), so the "
-                "attack cannot feed its embedding; fix: inject the canary into the training data before "
-                "building the vocabulary (inject_canaries), or add the token to the model's vocabulary")
-        rows.append(row)
-    return torch.tensor(rows, dtype=torch.long)
+    missing = [t for t in dict.fromkeys(tokens) if t not in index]
+    if missing:
+        raise OutOfVocabularyError(missing_tokens_message(missing, role, len(index)))
+    return torch.tensor([index[t] for t in tokens], dtype=torch.long)
+
+
+def missing_tokens_message(missing: Sequence[str], role: str, vocabulary_size: int) -> str:
+    """Why an attack cannot feed ``missing`` tokens, and the fixes that work (injecting the canary is not one).
+
+    A vocabulary built from the training corpus alone lacks the V0 tokens the
+    corpus never holds (a pin's '0' in ATIS), even when the canary itself was
+    injected: the canary holds only its own secret's tokens.
+    """
+    listed = ", ".join(repr(t) for t in missing)
+    return (f"{len(missing)} token(s) of the {role} are not in the target's vocabulary ({vocabulary_size} tokens): "
+            f"{listed}. The attack feeds the embedding row of every prefix token and of every candidate secret "
+            "token, so the target's vocabulary must hold them all; injecting the canary is not enough (it holds "
+            "only its own secret's tokens, and a vocabulary built from the corpus lacks the others). Fix: train "
+            f"the target with these tokens in its vocabulary (train_target(..., extra_tokens=[{listed}]); the "
+            "built-in targets add the reduced vocabularies of the canaries injected with inject_canaries), or, "
+            "for your own model, add them to the model's vocabulary and embedding matrix")
 
 
 def _vocabulary_index(model: Any) -> dict[str, int]:
@@ -98,9 +109,9 @@ def canary_rows(model: "SoftInputModel", canary_or_pattern: "Canary | CanaryPatt
     """(prefix rows ``[m]``, V0 rows ``[|V0|]``) of a pattern in the model's embedding matrix."""
     pattern = pattern_of(canary_or_pattern)
     label = " ".join(pattern.prefix + ("k",) * pattern.length)
-    prefix = vocabulary_rows(model, pattern.prefix, role=f"prefix of canary pattern {pattern.name!r} {label!r}")
-    v0 = vocabulary_rows(model, pattern.vocabulary, role=f"reduced vocabulary V0 of canary pattern {pattern.name!r}")
-    return prefix, v0
+    rows = vocabulary_rows(model, pattern.prefix + pattern.vocabulary,
+                           role=f"prefix and reduced vocabulary V0 of canary pattern {pattern.name!r} ({label!r})")
+    return rows[:len(pattern.prefix)], rows[len(pattern.prefix):]
 
 
 def discrete_loss(model: "SoftInputModel", weights: torch.Tensor, prefix_rows: torch.Tensor, v0_rows: torch.Tensor,
@@ -127,8 +138,43 @@ def discrete_loss(model: "SoftInputModel", weights: torch.Tensor, prefix_rows: t
             rows_intents = list(intents) * (stop - start) if len(intents) == 1 else list(intents[start:stop])
             rows_tags = list(tags) * (stop - start) if len(tags) == 1 else list(tags[start:stop])
             loss = model.loss_from_embeddings(weights[word_rows[start:stop]], rows_intents, rows_tags)
-            out.append(loss.detach().float().cpu())
+            out.append(loss_rows(loss, stop - start).detach().float().cpu())
     return torch.cat(out) if out else torch.zeros(0)
+
+
+def loss_rows(loss: Any, rows: int) -> torch.Tensor:
+    """``loss`` as returned by ``loss_from_embeddings``, checked to be one float per input row (the protocol)."""
+    if not isinstance(loss, torch.Tensor) or not loss.is_floating_point() or tuple(loss.shape) != (rows,):
+        shape = tuple(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__
+        raise TypeError(f"loss_from_embeddings returned {shape} for {rows} input rows; the SoftInputModel protocol "
+                        f"needs a float tensor of shape ({rows},), one summed loss per row (no mean over the "
+                        "batch); fix: return the per-row loss (e.g. reduction='none', then sum over tokens)")
+    return loss
+
+
+def most_probable_secrets(log_probs: torch.Tensor, count: int) -> torch.Tensor:
+    """The ``count`` secrets of highest joint probability under independent per-position distributions.
+
+    ``log_probs`` is ``[B, n, V]`` (log-probabilities of each V0 token at each
+    unknown position); returns ``[B, min(count, V^n), n]`` V0 indices, most
+    probable first. Exact k-best of a sum: a secret among the ``count`` best of
+    positions ``0..j`` has its first ``j`` tokens among the ``count`` best of
+    positions ``0..j-1`` (else ``count`` better secrets share its last token), so
+    keeping ``count`` partial secrets per position loses none of them.
+    """
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise ValueError(f"count must be an integer >= 1, got {count!r}")
+    batch, n, vocab = log_probs.shape
+    scores = log_probs[:, 0, :]                                        # [B, c]
+    secrets = torch.arange(vocab, device=log_probs.device).expand(batch, vocab).unsqueeze(-1)
+    scores, order = scores.topk(min(count, vocab), dim=1)
+    secrets = secrets.gather(1, order.unsqueeze(-1))
+    for j in range(1, n):
+        joint = (scores.unsqueeze(-1) + log_probs[:, j, :].unsqueeze(1)).reshape(batch, -1)   # [B, c * V]
+        scores, order = joint.topk(min(count, joint.shape[1]), dim=1)
+        parent, token = order // vocab, order % vocab
+        secrets = torch.cat([secrets.gather(1, parent.unsqueeze(-1).expand(-1, -1, j)), token.unsqueeze(-1)], dim=2)
+    return secrets
 
 
 def score_candidates(model: "SoftInputModel", canary_or_pattern: "Canary | CanaryPattern", secrets: torch.Tensor,

@@ -41,13 +41,17 @@ import numpy as np
 import torch
 
 from ..stats import clopper_pearson
-from .candidates import DEFAULT_BUDGET, canary_rows, discrete_loss, enumerate_space, rank_of, secret_index
+from ..finite import NonFiniteError, require_finite
+from .candidates import (DEFAULT_BUDGET, canary_rows, discrete_loss, enumerate_space, loss_rows,
+                         most_probable_secrets, rank_of, secret_index)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..canaries import Canary
     from ..protocols import SoftInputModel
 
-METHODS = ("gradient", "trivial", "exhaustive")
+METHODS = ("auto", "gradient", "trivial", "exhaustive")
+#: Secrets scored per gradient start under ``method="auto"``, most probable first (see :func:`extract`).
+DEFAULT_RANKED = 256
 SELECTS = ("best_loss", "single")
 
 
@@ -68,15 +72,23 @@ class CEAConfig:
         for name in ("epochs", "starts"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}; fix: e.g. {name}="
+                                 f"{CEAConfig.__dataclass_fields__[name].default} (Appendix B: 250 epochs; "
+                                 "starts: random restarts per trial)")
         for name in ("lr", "temperature0", "init_scale"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                    or not value > 0:
+                raise ValueError(f"{name} must be a finite number > 0, got {value!r}; fix: e.g. {name}="
+                                 f"{CEAConfig.__dataclass_fields__[name].default} (the default)")
         for name in ("lr_decay", "temperature_decay"):
-            if not 0 < getattr(self, name) <= 1:
-                raise ValueError(f"{name} must lie in (0, 1], got {getattr(self, name)!r}")
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+                raise ValueError(f"{name} must lie in (0, 1], got {value!r}; fix: e.g. {name}="
+                                 f"{CEAConfig.__dataclass_fields__[name].default} (Appendix B)")
         if self.select not in SELECTS:
-            raise ValueError(f"select must be one of {SELECTS}, got {self.select!r}")
+            raise ValueError(f"select must be one of {SELECTS}, got {self.select!r}; fix: 'best_loss' (keep the "
+                             "start with the lowest loss) or 'single' (the paper's one start per trial)")
         if self.select == "single" and self.starts != 1:
             raise ValueError(f"select='single' is the paper's one-start attack but starts={self.starts}; "
                              "fix: starts=1, or select='best_loss' to choose among several starts")
@@ -129,11 +141,15 @@ class _Rows:
     tags: list[tuple[str, ...]]
 
 
-def relaxed_attack(model: "SoftInputModel", rows: _Rows, logits: torch.Tensor, config: CEAConfig) -> torch.Tensor:
-    """Optimise the logits ``Z`` (eq. 3) from ``logits`` ``[B, n, |V0|]``; returns ``argmax`` guesses ``[B, n]``.
+def relaxed_attack(model: "SoftInputModel", rows: _Rows, logits: torch.Tensor, config: CEAConfig, *,
+                   whose: str = "the model") -> torch.Tensor:
+    """Optimise the logits ``Z`` (eq. 3) from ``logits`` ``[B, n, |V0|]``; returns the final ``Z`` (CPU).
 
     ``a = softmax(Z / T_t)`` (eq. 1), ``e' = a W_V0`` (eq. 2), prefix rows
     exact; Adam on ``Z`` only, the model frozen (gradients go to ``Z`` alone).
+    The guess is ``argmax Z``. A non-finite loss at any step raises
+    :class:`NonFiniteError` naming ``whose`` (counted on the device, one check
+    at the end, so the loop never waits on the device).
     """
     weights = model.input_embeddings().detach()
     device = weights.device
@@ -143,16 +159,25 @@ def relaxed_attack(model: "SoftInputModel", rows: _Rows, logits: torch.Tensor, c
     optimiser = torch.optim.Adam([z], lr=config.lr, fused=True)  # fused: one kernel per step
     temperatures = temperature_schedule(config.epochs, config.temperature0, config.temperature_decay)
     rates = lr_schedule(config.epochs, config.lr, config.lr_decay)
+    nonfinite = torch.zeros((), dtype=torch.long, device=device)
     for temperature, rate in zip(temperatures, rates):
         optimiser.param_groups[0]["lr"] = rate
         soft = torch.softmax(z / temperature, dim=-1) @ v0_weights
-        loss = model.loss_from_embeddings(torch.cat([prefix, soft], dim=1), rows.intents, rows.tags).sum()
-        (z.grad,) = torch.autograd.grad(loss, [z])
+        loss = loss_rows(model.loss_from_embeddings(torch.cat([prefix, soft], dim=1), rows.intents, rows.tags),
+                         z.shape[0])
+        nonfinite += (~torch.isfinite(loss.detach())).sum()
+        (z.grad,) = torch.autograd.grad(loss.sum(), [z])
         optimiser.step()
-    return z.detach().argmax(dim=-1).cpu()
+    _refuse_nonfinite(int(nonfinite), config.epochs * z.shape[0],
+                      f"the loss of {whose} at the soft inputs of the gradient attack (eq. 1-3)",
+                      FIX_BROKEN + "; a model must give finite losses for any convex mix of its embedding rows "
+                      "(method='exhaustive' feeds one-hot rows only)")
+    require_finite(z.detach(), what=f"the attack's logits on {whose} (its loss gradient)", fix=FIX_BROKEN)
+    return z.detach().cpu()
 
 
-def continuous_attack(model: "SoftInputModel", rows: _Rows, start: torch.Tensor, config: CEAConfig) -> torch.Tensor:
+def continuous_attack(model: "SoftInputModel", rows: _Rows, start: torch.Tensor, config: CEAConfig, *,
+                      whose: str = "the model") -> torch.Tensor:
     """The paper's trivial attack (§3.1): optimise ``e'`` itself, then the nearest V0 embedding (Euclidean).
 
     The paper searches all of ``W``; searching only V0 can only help the
@@ -165,21 +190,67 @@ def continuous_attack(model: "SoftInputModel", rows: _Rows, start: torch.Tensor,
     prefix = weights[rows.prefix_rows.to(device)]
     e = start.to(device=device, dtype=weights.dtype).clone().requires_grad_(True)
     optimiser = torch.optim.Adam([e], lr=config.lr, fused=True)
+    nonfinite = torch.zeros((), dtype=torch.long, device=device)
     for rate in lr_schedule(config.epochs, config.lr, config.lr_decay):
         optimiser.param_groups[0]["lr"] = rate
-        loss = model.loss_from_embeddings(torch.cat([prefix, e], dim=1), rows.intents, rows.tags).sum()
-        (e.grad,) = torch.autograd.grad(loss, [e])
+        loss = loss_rows(model.loss_from_embeddings(torch.cat([prefix, e], dim=1), rows.intents, rows.tags),
+                         e.shape[0])
+        nonfinite += (~torch.isfinite(loss.detach())).sum()
+        (e.grad,) = torch.autograd.grad(loss.sum(), [e])
         optimiser.step()
+    _refuse_nonfinite(int(nonfinite), config.epochs * e.shape[0],
+                      f"the loss of {whose} at the inputs of the trivial attack (§3.1)", FIX_BROKEN)
+    require_finite(e.detach(), what=f"the trivial attack's embeddings on {whose}", fix=FIX_BROKEN)
     distances = torch.cdist(e.detach().reshape(-1, e.shape[-1]), v0_weights)
     return distances.argmin(dim=-1).reshape(e.shape[0], e.shape[1]).cpu()
+
+
+#: What to do about a model that returns NaN or infinite values (every CEA path refuses them).
+FIX_BROKEN = ("the model's weights or its loss_from_embeddings give NaN or infinite values (diverged training, "
+              "a bad checkpoint or cache entry): retrain the model or reload a sound checkpoint (clear its cache "
+              "entry), then attack it again; a privacy gate cannot judge a broken model")
+
+
+def _refuse_nonfinite(bad: int, total: int, what: str, fix: str) -> None:
+    if bad:
+        raise NonFiniteError(f"{what}: {bad} of {total} value(s) are NaN or infinite, so no privacy figure can be "
+                             f"computed from them (a gate must not pass on a broken model). Fix: {fix}")
+
+
+def describe_model(index: int, model: Any, canaries: Sequence["Canary"]) -> str:
+    """Who a finite-check or shape error is about: target number, class, content hash and canaries."""
+    content_hash = getattr(model, "content_hash", None)
+    tag = f", content hash {content_hash[:12]}" if isinstance(content_hash, str) else ""
+    texts = ", ".join(repr(c.text) for c in canaries[:3]) + (", ..." if len(canaries) > 3 else "")
+    return f"target {index} ({type(model).__name__}{tag}) attacked for canary {texts}"
+
+
+def checked_embeddings(model: Any, whose: str) -> torch.Tensor:
+    """``model.input_embeddings()`` detached, after checking its shape against the vocabulary and its values."""
+    weights = model.input_embeddings()
+    size = len(model.vocabulary)
+    if not isinstance(weights, torch.Tensor) or weights.dim() != 2 or weights.shape[0] != size \
+            or not weights.is_floating_point():
+        shape = tuple(weights.shape) if isinstance(weights, torch.Tensor) else type(weights).__name__
+        raise TypeError(f"input_embeddings() of {whose} returned {shape}; the SoftInputModel protocol needs a "
+                        f"float tensor [{size}, dim], one row per vocabulary token in order; fix: return the "
+                        "embedding matrix the model's first layer uses")
+    require_finite(weights.detach(), what=f"the input embeddings of {whose}", fix=FIX_BROKEN)
+    return weights.detach()
 
 
 @dataclass(frozen=True)
 class ExtractionReport:
     """Per-trial truth and reconstruction of a CEA run, with the §4.3 metrics and their chance baselines.
 
-    A trial is one independent attack on one canary (its own random start, or
-    best of ``starts`` restarts); trials are ordered canary by canary.
+    A trial is one independent attack on one canary: a gradient run (its own
+    random start, or best of ``starts`` restarts, optionally followed by scoring
+    its ``ranked`` most probable secrets), or the one deterministic exhaustive
+    scoring. Trials are ordered canary by canary; ``canary_index`` says whose.
+    Per canary: ``attacks`` (what ran), ``ranks`` of the true secret with
+    ``ranks_exact`` (exact among all secrets for the exhaustive attack; else a
+    lower bound, 1 + the distinct scored candidates at or below the truth's
+    loss), ``scored`` (distinct secrets scored) and ``space_sizes`` (|V0|^n).
     """
 
     method: str
@@ -194,9 +265,14 @@ class ExtractionReport:
     starts: int
     select: str
     config: dict[str, Any] = field(default_factory=dict)
-    ranks: tuple[int, ...] | None = None      # exhaustive: rank of the true secret per canary (ties against it)
+    ranks: tuple[int, ...] | None = None      # per canary, rank of the true secret (ties against it)
     space_sizes: tuple[int, ...] | None = None
     seconds: float = 0.0
+    attacks: tuple[str, ...] = ()             # per canary: "exhaustive", "gradient", "gradient+ranked", "trivial"
+    ranks_exact: tuple[bool, ...] = ()        # per canary: exact rank (exhaustive) or a lower bound
+    scored: tuple[int, ...] = ()              # per canary: distinct secrets whose loss was computed
+    ranked: int = 1                           # secrets scored per gradient start, most probable first
+    budget: int | None = None                 # auto: largest space scored exhaustively
 
     @property
     def n_trials(self) -> int:
@@ -233,13 +309,58 @@ class ExtractionReport:
         """Two-sided Clopper-Pearson interval of the accuracy over the trials."""
         return clopper_pearson(self.correct, self.n_trials, confidence)
 
+    def describe_attack(self) -> str:
+        """Which attack ran on which canaries, for messages (auto may run both)."""
+        parts = []
+        for attack in dict.fromkeys(self.attacks):
+            count = self.attacks.count(attack)
+            which = f"{count} canary(ies)" if count != len(self.attacks) else (
+                "the canary" if count == 1 else f"all {count} canaries")
+            if attack == "exhaustive":
+                how = ("exhaustive: scored every secret of V0^n with the model's loss (deterministic; the "
+                       "guess is the lowest loss, ties to the first in V0 order; `trials` does not apply)")
+            elif attack == "gradient+ranked":
+                how = (f"gradient (canary-extraction-nlu §3.1) then ranked scoring: each trial scores the "
+                       f"{self.ranked} most probable secrets of each of its {self.starts} start(s)' final "
+                       "logits and keeps the lowest loss")
+            elif attack == "gradient":
+                how = ("gradient (canary-extraction-nlu §3.1, App. B): " +
+                       ("the paper's single start" if self.select == "single"
+                        else f"best-by-loss of {self.starts} random starts"))
+            else:
+                how = "trivial continuous attack (§3.1), nearest V0 embedding"
+            parts.append(f"{how} on {which}")
+        prefix = "auto (exhaustive when |V0|^n <= %s, else gradient then ranked scoring): " % self.budget \
+            if self.method == "auto" else ""
+        return prefix + "; ".join(parts)
+
     def describe_trials(self) -> str:
         """What one trial was, for messages."""
-        if self.method == "exhaustive":
+        per_canary = [self.canary_index.count(i) for i in range(len(self.canaries))]
+        if all(a == "exhaustive" for a in self.attacks):
             return f"{self.n_trials} trial(s) = {len(self.canaries)} canary(ies), one exhaustive scoring each"
-        how = "single random start" if self.select == "single" else f"best-by-loss of {self.starts} random starts"
-        return (f"{self.n_trials} trial(s) = {len(self.canaries)} canary(ies) x {self.trials_per_canary} "
+        if self.select == "single":
+            how = "single random start"
+        else:
+            how = f"best-by-loss of {self.starts} random starts"
+        if "gradient+ranked" in self.attacks:
+            how += f" and of the {self.ranked} most probable secrets of each"
+        runs = f"{self.trials_per_canary}" if len(set(per_canary)) == 1 else "/".join(map(str, per_canary))
+        return (f"{self.n_trials} trial(s) = {len(self.canaries)} canary(ies) x {runs} "
                 f"independent attack run(s), each the {how}")
+
+    def describe_ranks(self) -> list[str]:
+        """Per canary: the rank of the true secret and what it means (ties counted against the truth)."""
+        out = []
+        for rank, exact, size, scored in zip(self.ranks or (), self.ranks_exact, self.space_sizes or (),
+                                             self.scored):
+            if exact:
+                out.append(f"{rank} of {size} (exact; ties counted against the truth: rank 1 = the true secret "
+                           "is the single most likely one)")
+            else:
+                out.append(f">= {rank} of {size} (lower bound: {rank - 1} of the {scored} distinct secrets "
+                           "scored have a loss at or below the truth's; the space is over the exhaustive budget)")
+        return out
 
     def reconstructed_texts(self) -> list[str]:
         return [" ".join(r) for r in self.reconstructed]
@@ -248,126 +369,209 @@ class ExtractionReport:
 def _as_targets(targets: Any, count: int) -> list[Any]:
     if isinstance(targets, (list, tuple)):
         if len(targets) != count:
-            raise ValueError(f"got {len(targets)} targets for {count} canaries; fix: pass one model, or one "
-                             "model per canary in the same order")
+            raise ValueError(f"targets: got a list of {len(targets)} model(s) for {count} canary(ies); fix: pass "
+                             "one model for all canaries, or one model per canary, a list of models aligned with "
+                             "the list of canaries (model i was trained with canary i: the paper's protocol)")
         items = list(targets)
     else:
         items = [targets] * count
     for i, model in enumerate(items):
         if not all(hasattr(model, attr) for attr in ("vocabulary", "input_embeddings", "loss_from_embeddings")):
-            raise TypeError(f"target {i} ({type(model).__name__}) does not implement the SoftInputModel protocol "
-                            "(vocabulary, input_embeddings(), loss_from_embeddings(embeddings, intents, tags)); "
-                            "see pytest_privleak.protocols.SoftInputModel")
+            raise TypeError(f"targets: target {i} ({type(model).__name__}) does not implement the SoftInputModel "
+                            "protocol (vocabulary, input_embeddings(), loss_from_embeddings(embeddings, intents, "
+                            "tags)); fix: pass a built-in target (train_target), an adapter from "
+                            "pytest_privleak.adapters, or wrap your model as pytest_privleak.protocols."
+                            "SoftInputModel describes")
     return items
 
 
+def _positive_int(name: str, value: Any, *, none_ok: bool = False, fix: str = "") -> None:
+    if none_ok and value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1{' or None' if none_ok else ''}, got {value!r}"
+                         f"{fix or f'; fix: e.g. {name}=1'}")
+
+
 def extract(targets: "SoftInputModel | Sequence[SoftInputModel]", canaries: "Canary | Sequence[Canary]", *,
-            method: str = "gradient", trials: int = 1, starts: int = 1, select: str = "best_loss",
+            method: str = "auto", trials: int = 1, starts: int = 1, select: str = "best_loss",
             epochs: int = 250, lr: float = 6.5e-3, lr_decay: float = 0.995, temperature0: float = 0.1,
             temperature_decay: float = 0.997, init_scale: float = 0.1, seed: int = 0, first_trial: int = 0,
-            budget: int | None = DEFAULT_BUDGET, batch_size: int = 1024) -> ExtractionReport:
+            budget: int | None = DEFAULT_BUDGET, ranked: int = DEFAULT_RANKED,
+            batch_size: int = 1024) -> ExtractionReport:
     """Run the CEA on each canary and return the per-trial :class:`ExtractionReport`.
 
-    ``targets``: one model for all canaries, or one per canary. ``trials``:
+    ``targets``: one model for all canaries, or a list aligned with the list of
+    canaries (model ``i`` was trained with canary ``i``). ``trials``:
     independent attack runs per canary, each from its own random start (or
     best of ``starts``), seeded by ``(seed, canary index, trial)`` with trial
     numbers ``first_trial .. first_trial + trials - 1`` (so a loop of
     one-trial calls reproduces one batched call exactly).
-    ``method``: "gradient" (§3.1 discrete relaxation), "trivial" (§3.1
-    continuous, nearest embedding) or "exhaustive" (score all ``|V0|^n``
-    secrets within ``budget``; deterministic, so one trial per canary and
-    ``trials``/``starts`` do not apply).
+
+    ``method``: "auto" (the default: the strongest attack that fits the
+    budget; score every secret of a canary whose space ``|V0|^n`` is at most
+    ``budget``, otherwise run the gradient attack, then, per start, score the
+    ``ranked`` secrets most probable under its final logits and keep the
+    lowest loss), "gradient" (the paper's attack, §3.1 discrete relaxation,
+    App. B; guess = argmax of the logits; ``select="single"``, ``starts=1``
+    for the paper's one start per trial), "trivial" (§3.1 continuous, nearest
+    embedding) or "exhaustive" (every secret, within ``budget``). Exhaustive
+    scoring is deterministic: one trial per canary, ``trials``/``starts`` do
+    not apply. Every path refuses NaN or infinite
+    embeddings and losses (:class:`~pytest_privleak.finite.NonFiniteError`).
     """
     if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if not isinstance(trials, int) or isinstance(trials, bool) or trials < 1:
-        raise ValueError(f"trials must be an integer >= 1, got {trials!r}")
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}; fix: 'auto' (the strongest that "
+                         "fits the budget), or name the attack")
+    _positive_int("trials", trials, fix="; fix: the number of independent attack runs per canary, e.g. "
+                  "trials=10 (the paper's §4.3 protocol)")
+    _positive_int("ranked", ranked, fix="; fix: the number of most probable secrets scored per gradient start")
+    _positive_int("batch_size", batch_size)
+    _positive_int("budget", budget, none_ok=True, fix="; fix: the largest secret space scored exhaustively "
+                  "(None: no limit)")
+    if not isinstance(seed, int) or isinstance(seed, bool) or not isinstance(first_trial, int) or first_trial < 0:
+        raise ValueError(f"seed must be an integer and first_trial an integer >= 0, got seed={seed!r}, "
+                         f"first_trial={first_trial!r}")
     config = CEAConfig(epochs=epochs, lr=lr, lr_decay=lr_decay, temperature0=temperature0,
                        temperature_decay=temperature_decay, init_scale=init_scale, starts=starts, select=select)
     from ..canaries import as_canary_list
 
     items = as_canary_list(canaries)
     models = _as_targets(targets, len(items))
-    began = time.perf_counter()
-    if method == "exhaustive":
-        guesses, losses, ranks, sizes = _exhaustive(models, items, budget, batch_size)
-        per_canary = 1
+    sizes = [c.pattern.space_size for c in items]
+    if method == "auto":
+        attacks = ["exhaustive" if budget is None or size <= budget else "gradient+ranked" for size in sizes]
     else:
-        guesses, losses = _optimise(models, items, trials, config, seed, first_trial, method, batch_size)
-        ranks = sizes = None
-        per_canary = trials
-    canary_index = tuple(i for i in range(len(items)) for _ in range(per_canary))
+        attacks = [method] * len(items)
+    began = time.perf_counter()
+    whose = {id(m): describe_model(i, m, [c for c, o in zip(items, models) if o is m])
+             for i, m in reversed(list(enumerate(models)))}
+    weights = {id(m): checked_embeddings(m, whose[id(m)]) for m in models}
+    outcome: dict[int, _Outcome] = {}
+    exhaustive = [i for i, a in enumerate(attacks) if a == "exhaustive"]
+    for i in exhaustive:
+        outcome[i] = _exhaustive(models[i], weights[id(models[i])], items[i], budget, batch_size, whose[id(models[i])])
+    searched = [i for i, a in enumerate(attacks) if a != "exhaustive"]
+    if searched:
+        outcome.update(_optimise(models, weights, items, searched, trials, config, seed, first_trial,
+                                 "trivial" if method == "trivial" else "gradient",
+                                 ranked if method == "auto" else 1, batch_size, whose))
+    canary_index = tuple(i for i in range(len(items)) for _ in outcome[i].guesses)
     vocab = [c.pattern.vocabulary for c in items]
     return ExtractionReport(
         method=method,
         canaries=tuple(c.text for c in items),
         canary_index=canary_index,
         true=tuple(items[i].secret for i in canary_index),
-        reconstructed=tuple(tuple(vocab[i][k] for k in guess) for i, guess in zip(canary_index, guesses)),
-        losses=tuple(float(x) for x in losses),
+        reconstructed=tuple(tuple(vocab[i][k] for k in g) for i in range(len(items)) for g in outcome[i].guesses),
+        losses=tuple(float(x) for i in range(len(items)) for x in outcome[i].losses),
         chance_accuracies=tuple(items[i].pattern.chance_accuracy for i in canary_index),
         chance_hdts=tuple(items[i].pattern.chance_hdt for i in canary_index),
-        trials_per_canary=per_canary,
-        starts=1 if method == "exhaustive" else config.starts,
-        select="exhaustive" if method == "exhaustive" else config.select,
-        config={} if method == "exhaustive" else {k: getattr(config, k) for k in config.__dataclass_fields__},
-        ranks=ranks, space_sizes=sizes, seconds=time.perf_counter() - began)
+        trials_per_canary=1 if not searched else trials,
+        starts=1 if not searched else config.starts,
+        select="exhaustive" if not searched else config.select,
+        config={} if not searched else {k: getattr(config, k) for k in config.__dataclass_fields__},
+        ranks=tuple(outcome[i].rank for i in range(len(items))), space_sizes=tuple(sizes),
+        seconds=time.perf_counter() - began, attacks=tuple(attacks),
+        ranks_exact=tuple(attacks[i] == "exhaustive" for i in range(len(items))),
+        scored=tuple(outcome[i].scored for i in range(len(items))),
+        ranked=ranked if method == "auto" else 1, budget=budget)
 
 
-def _optimise(models: list[Any], items: list["Canary"], trials: int, config: CEAConfig, seed: int, first_trial: int,
-              method: str, batch_size: int) -> tuple[list[list[int]], list[float]]:
-    """Gradient or trivial attack on every (canary, trial, start), one optimisation per (model, shape) group."""
-    guesses: list[list[int] | None] = [None] * (len(items) * trials)
-    losses: list[float] = [math.nan] * (len(items) * trials)
+@dataclass(frozen=True)
+class _Outcome:
+    """One canary's result: a guess (V0 indices) and its loss per trial, the truth's rank, secrets scored."""
+
+    guesses: list[list[int]]
+    losses: list[float]
+    rank: int
+    scored: int
+
+
+def _optimise(models: list[Any], weights: dict[int, torch.Tensor], items: list["Canary"], indices: list[int],
+              trials: int, config: CEAConfig, seed: int, first_trial: int, method: str, ranked: int,
+              batch_size: int, whose: dict[int, str]) -> dict[int, _Outcome]:
+    """Gradient or trivial attack on every (canary, trial, start), one optimisation per (model, shape) group.
+
+    Each start proposes its argmax (``ranked=1``) or its ``ranked`` most
+    probable secrets under ``softmax(Z / T_final)``; the distinct (canary,
+    secret) proposals are scored once with the model's loss, and each trial
+    keeps its lowest-loss proposal (``select="best_loss"``) or its first
+    start's argmax (``select="single"``).
+    """
     groups: dict[tuple, list[int]] = {}
-    for i, (model, item) in enumerate(zip(models, items)):
-        p = item.pattern
-        groups.setdefault((id(model), len(p.prefix), p.length, p.vocabulary), []).append(i)
-    for (_, _, n, vocabulary), members in groups.items():
-        model = models[members[0]]
-        k = config.starts
-        row_prefix, row_intents, row_tags, seeds = [], [], [], []
-        v0 = None
-        for i in members:
-            prefix, v0 = canary_rows(model, items[i])
-            for t in range(trials):
-                seeds.append(row_seed(seed, i, first_trial + t))
-                row_prefix.extend([prefix] * k)
-                row_intents.extend([items[i].intent] * k)
-                row_tags.extend([items[i].tags] * k)
-        rows = _Rows(torch.stack(row_prefix), v0, row_intents, row_tags)
+    for i in indices:
+        p = items[i].pattern
+        groups.setdefault((id(models[i]), len(p.prefix), p.length, p.vocabulary), []).append(i)
+    out: dict[int, _Outcome] = {}
+    k = config.starts
+    for (model_id, _, n, vocabulary), members in groups.items():
+        model, w = models[members[0]], weights[model_id]
+        rows_of = {i: canary_rows(model, items[i]) for i in members}
+        v0 = rows_of[members[0]][1]
+        seeds = [row_seed(seed, i, first_trial + t) for i in members for t in range(trials)]
+        per_row = [i for i in members for _ in range(trials * k)]          # canary of each optimised row
+        rows = _Rows(torch.stack([rows_of[i][0] for i in per_row]), v0, [items[i].intent for i in per_row],
+                     [items[i].tags for i in per_row])
         if method == "gradient":
-            start = initial_logits(seeds, k, n, len(vocabulary), config.init_scale)
-            found = relaxed_attack(model, rows, start, config)
+            logits = relaxed_attack(model, rows, initial_logits(seeds, k, n, len(vocabulary), config.init_scale),
+                                    config, whose=whose[model_id])
+            final = config.temperature0 * config.temperature_decay ** (config.epochs - 1)
+            proposals = most_probable_secrets(torch.log_softmax(logits.double() / final, dim=-1), ranked)
         else:
-            weights = model.input_embeddings().detach()
-            start = initial_embeddings(seeds, k, n, weights[v0.to(weights.device)])
-            found = continuous_attack(model, rows, start, config)
-        weights = model.input_embeddings().detach()
-        scored = discrete_loss(model, weights, rows.prefix_rows, v0, found, rows.intents, rows.tags, batch_size)
-        best = scored.view(-1, k).argmin(dim=1) if config.select == "best_loss" else torch.zeros(len(seeds), dtype=torch.long)
-        chosen = torch.arange(len(seeds)) * k + best
-        for slot, (i, t) in enumerate((i, t) for i in members for t in range(trials)):
-            guesses[i * trials + t] = found[chosen[slot]].tolist()
-            losses[i * trials + t] = float(scored[chosen[slot]])
-    return guesses, losses  # type: ignore[return-value]
+            start = initial_embeddings(seeds, k, n, w[v0.to(w.device)])
+            proposals = continuous_attack(model, rows, start, config, whose=whose[model_id]).unsqueeze(1)
+        out.update(_score_proposals(model, w, items, members, rows_of, proposals, trials, k, config.select,
+                                    batch_size, whose[model_id]))
+    return out
 
 
-def _exhaustive(models: list[Any], items: list["Canary"], budget: int | None, batch_size: int):
-    """Score every secret of each canary's pattern; guess = lowest loss; rank of the truth (§4.3 metrics)."""
-    guesses, losses, ranks, sizes = [], [], [], []
-    for model, item in zip(models, items):
-        p = item.pattern
-        space = enumerate_space(len(p.vocabulary), p.length, budget=budget)
-        prefix, v0 = canary_rows(model, item)
-        scores = discrete_loss(model, model.input_embeddings().detach(), prefix, v0, space, [p.intent], [p.tags],
-                               batch_size)
-        best = int(scores.argmin())
-        guesses.append(space[best].tolist())
-        losses.append(float(scores[best]))
-        truth = secret_index(item.secret_indices, len(p.vocabulary))
-        # ties against the truth, as exposure counts them: rank 1 only when the truth is the unique
-        # lowest loss, i.e. exactly when the exhaustive guess is certain to be the truth
-        ranks.append(rank_of(scores[truth], torch.cat([scores[:truth], scores[truth + 1:]]), ties="against"))
-        sizes.append(int(space.shape[0]))
-    return guesses, losses, tuple(ranks), tuple(sizes)
+def _score_proposals(model: Any, weights: torch.Tensor, items: list["Canary"], members: list[int],
+                     rows_of: dict[int, tuple[torch.Tensor, torch.Tensor]], proposals: torch.Tensor, trials: int,
+                     starts: int, select: str, batch_size: int, whose: str) -> dict[int, _Outcome]:
+    """Score the distinct (canary, secret) proposals ``[rows, C, n]`` and the truths; pick each trial's guess."""
+    count, n = proposals.shape[1], proposals.shape[2]
+    slot = torch.arange(len(members)).repeat_interleave(trials * starts * count)      # member slot of each proposal
+    flat = proposals.reshape(-1, n)
+    truths = torch.tensor([items[i].secret_indices for i in members], dtype=torch.long)
+    keyed = torch.cat([torch.cat([slot.unsqueeze(1), flat], 1),
+                       torch.cat([torch.arange(len(members)).unsqueeze(1), truths], 1)])
+    unique, inverse = torch.unique(keyed, dim=0, return_inverse=True)
+    canary_of = [members[int(s)] for s in unique[:, 0]]
+    prefix = torch.stack([rows_of[i][0] for i in canary_of])
+    losses = discrete_loss(model, weights, prefix, rows_of[members[0]][1], unique[:, 1:],
+                           [items[i].intent for i in canary_of], [items[i].tags for i in canary_of], batch_size)
+    require_finite(losses, what=f"the loss of {whose} on {len(unique)} one-hot canaries (the attack's candidates)",
+                   fix=FIX_BROKEN)
+    per_trial = losses[inverse[:flat.shape[0]]].view(len(members) * trials, starts * count)
+    pick = per_trial.argmin(dim=1) if select == "best_loss" else torch.zeros(per_trial.shape[0], dtype=torch.long)
+    guesses = flat.view(len(members) * trials, starts * count, n)[torch.arange(per_trial.shape[0]), pick]
+    chosen = per_trial[torch.arange(per_trial.shape[0]), pick]
+    truth_loss = losses[inverse[flat.shape[0]:]]                                       # [members]
+    is_truth = (unique[:, 1:] == truths[unique[:, 0]]).all(dim=1)
+    at_or_below = (losses <= truth_loss[unique[:, 0]]) & ~is_truth
+    beaten = torch.bincount(unique[:, 0][at_or_below], minlength=len(members))
+    proposed = torch.bincount(unique[:, 0], minlength=len(members))
+    out = {}
+    for slot_i, i in enumerate(members):
+        span = slice(slot_i * trials, (slot_i + 1) * trials)
+        out[i] = _Outcome(guesses[span].tolist(), chosen[span].tolist(), 1 + int(beaten[slot_i]),
+                          int(proposed[slot_i]))
+    return out
+
+
+def _exhaustive(model: Any, weights: torch.Tensor, item: "Canary", budget: int | None, batch_size: int,
+                whose: str) -> _Outcome:
+    """Score every secret of the canary's pattern; guess = lowest loss; exact rank of the truth (§4.3)."""
+    p = item.pattern
+    space = enumerate_space(len(p.vocabulary), p.length, budget=budget)
+    prefix, v0 = canary_rows(model, item)
+    scores = discrete_loss(model, weights, prefix, v0, space, [p.intent], [p.tags], batch_size)
+    require_finite(scores, what=f"the loss of {whose} on the {len(scores)} secrets of the exhaustive attack",
+                   fix=FIX_BROKEN)
+    best = int(scores.argmin())                       # ties: the first lowest loss in V0 order
+    truth = secret_index(item.secret_indices, len(p.vocabulary))
+    # ties against the truth, as exposure counts them: rank 1 only when the truth is the unique
+    # lowest loss, i.e. exactly when the exhaustive guess is certain to be the truth
+    rank = rank_of(scores[truth], torch.cat([scores[:truth], scores[truth + 1:]]), ties="against")
+    return _Outcome([space[best].tolist()], [float(scores[best])], rank, int(space.shape[0]))

@@ -1,12 +1,16 @@
-"""``assert_cea_accuracy_at_most``: the canary extraction attack as a test assertion (canary-extraction-nlu §3-§6)."""
+"""``measure_cea`` and ``assert_cea_accuracy_at_most``: the canary extraction attack as a figure and as a gate.
+
+canary-extraction-nlu §3-§6. The default attack is the strongest that fits
+its budget (``method="auto"``, see :func:`.cea.extract`); the paper's attack
+stays available as ``method="gradient"`` (``select="single"``: one start).
+"""
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from ..assertions import check
 from ..results import LeakResult, record
-from .cea import ExtractionReport, extract
+from .candidates import DEFAULT_BUDGET
+from .cea import DEFAULT_RANKED, ExtractionReport, extract
 
 #: §6 of the paper; Table 3: the three combined bring HDT to the random baseline.
 REMEDY = ("train with the defences of canary-extraction-nlu §6: dropout 0.2, early stopping on the validation "
@@ -14,6 +18,7 @@ REMEDY = ("train with the defences of canary-extraction-nlu §6: dropout 0.2, ea
           "all three brought HDT to the random baseline in the paper (Table 3). Better still, keep secrets "
           "such as this one out of the training data, or de-duplicate them")
 
+#: Random starts per gradient trial unless told otherwise (``select="best_loss"``).
 DEFAULT_STARTS = 8
 
 
@@ -29,94 +34,157 @@ def _describe_target(target: Any) -> dict[str, Any]:
             "device": device, "type": type(target).__name__}
 
 
-def _label(report: ExtractionReport) -> str:
+def _label(report: ExtractionReport, name: str | None) -> str:
+    if name is not None:
+        return name
     if len(report.canaries) == 1:
         return report.canaries[0]
     return f"{len(report.canaries)} canaries: {report.canaries[0]!r}, ..."
 
 
-def assert_cea_accuracy_at_most(target, canaries, max_accuracy: float, *, trials: int = 10,
-                                starts: int | None = None, select: str = "best_loss",
-                                max_hdt_floor: float | None = None, confidence: float = 0.95, seed: int = 0,
-                                method: str = "gradient", tolerance: float | None = None,
-                                **attack: Any) -> LeakResult:
-    """Fail when the canary extraction attack recovers secrets more often than ``max_accuracy``.
+def _unit(name: str, value: Any, *, none_ok: bool = False) -> float | None:
+    if none_ok and value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be a number in [0, 1]{' or None' if none_ok else ''}, got {value!r}; "
+                         f"fix: e.g. {name}=0.0" + (" (chance is 1 - 1/|V0|)" if name == "max_hdt_floor" else ""))
+    return float(value)
 
-    ``target``: a model implementing ``SoftInputModel`` (protocols.py), or a
-    sequence of them, one per canary. ``canaries``: one ``Canary`` or a sequence
-    aligned with ``target``; each must have been in that model's training data.
 
-    A *trial* is one independent attack run on one canary: its own random
-    initial logits (seeded by ``seed``, the canary's index and the trial
-    number), optimised as in §3.1 / Appendix B. With ``select="best_loss"``
-    (default) a run tries ``starts`` (default 8) random starts in one batch and keeps the guess whose
-    discrete reconstruction has the lowest model loss (the attacker needs no
-    secret for this); ``select="single"`` (one start) is the paper's attack.
-    There are ``len(canaries) * trials`` trials; accuracy is the fraction that
-    recover the whole secret in order (§4.3), reported with a Clopper-Pearson
-    interval at ``confidence``.
+def _check_name(name: Any) -> None:
+    """``name`` is the result's label, its key in the report and the baseline: a non-empty string or None."""
+    fix = ("fix: a stable label such as name='pin said once' (it keys the result in the report and the "
+           "baseline), or leave name=None to use the canary text")
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"name must be a string or None, got {type(name).__name__} {name!r}; {fix}")
+    if isinstance(name, str) and not name.strip():
+        raise ValueError(f"name must be a non-empty string or None, got {name!r}; {fix}")
 
-    The verdict compares the *point* accuracy with ``max_accuracy``, not the
-    interval's lower bound: deliberately conservative for a privacy gate, a
-    model is flagged when the attack succeeded at the observed rate, not only
-    once the lower confidence bound exceeds the limit. The interval is printed
-    alongside so a reader can judge how many trials back the figure.
 
-    For the paper's trial (a different canary in
-    a freshly trained model), pass one model per canary and ``trials=1``:
-    pins sharing a prefix interfere when injected into one model.
-
-    ``method="exhaustive"`` scores every secret of V0^n instead (deterministic:
-    one trial per canary; ``trials``/``starts`` do not apply).
-    ``max_hdt_floor``: also fail when the mean Hamming distance per token is
-    below this floor (chance is ``1 - 1/|V0|``). Other keyword arguments go to
-    :func:`pytest_privleak.attacks.cea.extract` (``epochs``, ``lr``,
-    ``init_scale``, ``temperature0``, ...). ``tolerance``: how far the accuracy
-    may grow against a stored baseline before the baseline gate fails (default:
-    the gate's own, 0.05); it applies to the HDT result too.
-    """
-    __tracebackhide__ = True
-    if not 0.0 <= max_accuracy <= 1.0:
-        raise ValueError(f"max_accuracy must lie in [0, 1], got {max_accuracy!r}")
-    if max_hdt_floor is not None and not 0.0 <= max_hdt_floor <= 1.0:
-        raise ValueError(f"max_hdt_floor must lie in [0, 1] or be None, got {max_hdt_floor!r}")
-    if tolerance is not None and not (isinstance(tolerance, (int, float)) and not isinstance(tolerance, bool)
-                                      and tolerance >= 0):
-        raise ValueError(f"tolerance must be a number >= 0 or None, got {tolerance!r}")
-    tolerance = None if tolerance is None else float(tolerance)
+def run_cea(target: Any, canaries: Any, *, method: str = "auto", trials: int = 10, starts: int | None = None,
+            select: str = "best_loss", confidence: float = 0.95, seed: int = 0, budget: int | None = DEFAULT_BUDGET,
+            ranked: int = DEFAULT_RANKED, name: str | None = None, **attack: Any) -> ExtractionReport:
+    """Check the shared arguments and run :func:`.cea.extract` with the assertion's defaults."""
+    _check_name(name)
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}; fix: e.g. confidence=0.95")
     if method == "exhaustive":
         starts, select = 1, "single"
     elif starts is None:
         starts = DEFAULT_STARTS if select == "best_loss" else 1
-    report = extract(target, canaries, method=method, trials=trials, starts=starts, select=select, seed=seed,
-                     **attack)
+    return extract(target, canaries, method=method, trials=trials, starts=starts, select=select, seed=seed,
+                   budget=budget, ranked=ranked, **attack)
+
+
+def accuracy_result(report: ExtractionReport, target: Any, *, threshold: float | None, confidence: float,
+                    name: str | None, tolerance: float | None) -> LeakResult:
+    """The ``cea.accuracy`` result of a report: figure, interval, chance, attack, ranks, evidence."""
     targets = list(target) if isinstance(target, (list, tuple)) else [target]
     described = [_describe_target(t) for t in targets]
     target_info: dict[str, Any] = described[0] if len(described) == 1 else {
         "content_hash": [d["content_hash"] for d in described], "device": described[0]["device"],
         "type": described[0]["type"]}
+    ranks = report.describe_ranks()
     evidence = {
         "true": list(report.canaries) if len(report.canaries) > 1 else report.canaries[0],
         "reconstructed": report.reconstructed_texts(),
+        "attack": report.describe_attack(),
         "trials": report.describe_trials(),
-        "method": method,
+        "rank_of_truth": ranks if len(ranks) > 1 else ranks[0],
+        "method": report.method,
         "starts": report.starts,
     }
     extra = {"hdt": report.hdt, "hdt_chance": report.chance_hdt, "correct": float(report.correct),
              "n_trials": float(report.n_trials)}
-    if report.ranks is not None:
-        extra["best_rank_of_truth"] = float(min(report.ranks))
-    accuracy = LeakResult(
-        attack="cea", metric="accuracy", value=report.accuracy, threshold=float(max_accuracy),
-        direction="at_most", interval=report.accuracy_interval(confidence), confidence=confidence,
-        chance=report.chance_accuracy, ceiling=1.0, label=_label(report), evidence=evidence, extra=extra,
-        remedy=REMEDY, tolerance=tolerance, target=target_info)
-    if max_hdt_floor is not None:
+    exact = [r for r, e in zip(report.ranks or (), report.ranks_exact) if e]
+    if exact:
+        extra["best_rank_of_truth"] = float(min(exact))
+    return LeakResult(
+        attack="cea", metric="accuracy", value=report.accuracy, threshold=threshold, direction="at_most",
+        interval=report.accuracy_interval(confidence), confidence=confidence, chance=report.chance_accuracy,
+        ceiling=1.0, label=_label(report, name), evidence=evidence, extra=extra, remedy=REMEDY,
+        tolerance=tolerance, target=target_info)
+
+
+def measure_cea(target, canaries, *, method: str = "auto", trials: int = 10, starts: int | None = None,
+                select: str = "best_loss", confidence: float = 0.95, seed: int = 0,
+                budget: int | None = DEFAULT_BUDGET, ranked: int = DEFAULT_RANKED, name: str | None = None,
+                **attack: Any) -> LeakResult:
+    """Measure the canary extraction accuracy without gating; the result (verdict "measured") is recorded.
+
+    Same arguments as :func:`assert_cea_accuracy_at_most` without the limits.
+    Returns the ``cea.accuracy`` :class:`LeakResult` (``threshold=None``) with
+    the HDT, the attack that ran and the rank of each true secret.
+    """
+    report = run_cea(target, canaries, method=method, trials=trials, starts=starts, select=select,
+                     confidence=confidence, seed=seed, budget=budget, ranked=ranked, name=name, **attack)
+    return record(accuracy_result(report, target, threshold=None, confidence=confidence, name=name, tolerance=None))
+
+
+def assert_cea_accuracy_at_most(target, canaries, max_accuracy: float, *, method: str = "auto", trials: int = 10,
+                                starts: int | None = None, select: str = "best_loss",
+                                max_hdt_floor: float | None = None, confidence: float = 0.95, seed: int = 0,
+                                budget: int | None = DEFAULT_BUDGET, ranked: int = DEFAULT_RANKED,
+                                name: str | None = None, tolerance: float | None = None,
+                                **attack: Any) -> LeakResult:
+    """Fail when the canary extraction attack recovers secrets more often than ``max_accuracy``.
+
+    ``target``: a model implementing ``SoftInputModel`` (protocols.py), or a
+    list of them aligned with a list of ``canaries``: model ``i`` was trained
+    with canary ``i``. That is the paper's protocol (§4.2: each trial a
+    different canary in a freshly trained model) in one call:
+    ``assert_cea_accuracy_at_most([m1, m2, m3], [pin1, pin2, pin3], 0.0)``.
+    One model with several canaries attacks each in that model.
+
+    ``method="auto"`` (default): the strongest attack that fits the budget.
+    A canary whose secret space ``|V0|^n`` is at most ``budget`` (default
+    10^5: 4-digit pins, 4-colour canaries, 5-digit pins) is scored exhaustively:
+    every secret's loss is computed, the guess is the lowest (ties: the first
+    in V0 order), and the rank of the true secret is exact (ties counted
+    against it). That is deterministic: one trial per canary, ``trials`` and
+    ``starts`` do not apply, and the accuracy is the fraction of canaries whose
+    top-1 reconstruction is the secret. A larger space gets ``trials``
+    gradient runs, each of ``starts`` (default 8) random starts, after which
+    the ``ranked`` (256) most probable secrets of each start's final logits are
+    scored and the lowest loss kept; the accuracy is then over
+    ``len(canaries) * trials`` trials, and the message gives a lower bound on
+    the truth's rank. ``method="gradient"`` is the paper's attack (§3.1, App. B;
+    ``select="single"`` for one start per trial), ``"exhaustive"`` forces full
+    scoring, ``"trivial"`` the continuous baseline.
+
+    The verdict compares the *point* accuracy with ``max_accuracy``, not the
+    interval's lower bound: deliberately conservative for a privacy gate, a
+    model is flagged when the attack succeeded at the observed rate. The
+    Clopper-Pearson interval at ``confidence`` is printed beside it.
+    ``max_hdt_floor``: also fail when the mean Hamming distance per token is
+    below this floor (chance is ``1 - 1/|V0|``). ``name``: the result's label
+    (default: the canary text). ``tolerance``: how far the accuracy may grow
+    against a stored baseline before the baseline gate fails. Other keyword
+    arguments go to :func:`pytest_privleak.attacks.cea.extract` (``epochs``,
+    ``lr``, ``init_scale``, ``temperature0``, ...). A model whose embeddings
+    or losses are NaN or infinite raises ``NonFiniteError``, never passes.
+    """
+    __tracebackhide__ = True
+    from ..assertions import check
+
+    threshold = _unit("max_accuracy", max_accuracy)
+    floor = _unit("max_hdt_floor", max_hdt_floor, none_ok=True)
+    if tolerance is not None and (isinstance(tolerance, bool) or not isinstance(tolerance, (int, float))
+                                  or not tolerance >= 0):
+        raise ValueError(f"tolerance must be a number >= 0 or None, got {tolerance!r}; fix: leave tolerance=None "
+                         "(the baseline gate takes its tolerance from the saved baseline or the ini "
+                         "privleak_tolerance), or give e.g. tolerance=0.1 to store with the next saved baseline")
+    tolerance = None if tolerance is None else float(tolerance)
+    report = run_cea(target, canaries, method=method, trials=trials, starts=starts, select=select,
+                     confidence=confidence, seed=seed, budget=budget, ranked=ranked, name=name, **attack)
+    accuracy = accuracy_result(report, target, threshold=threshold, confidence=confidence, name=name,
+                               tolerance=tolerance)
+    if floor is not None:
         hdt = LeakResult(
-            attack="cea", metric="hdt", value=report.hdt, threshold=float(max_hdt_floor), direction="at_least",
-            chance=report.chance_hdt, label=_label(report), evidence=evidence,
+            attack="cea", metric="hdt", value=report.hdt, threshold=floor, direction="at_least",
+            chance=report.chance_hdt, label=accuracy.label, evidence=accuracy.evidence,
             extra={"accuracy": report.accuracy, "chance_accuracy": report.chance_accuracy},
-            remedy=REMEDY, tolerance=tolerance, target=target_info)
+            remedy=REMEDY, tolerance=tolerance, target=accuracy.target)
         if accuracy.passed and not hdt.passed:
             record(accuracy)
             return check(hdt)
