@@ -2,8 +2,8 @@
 realistic corpus (generate_snips_like(1500, 200, 200, seed=0, unseen_share=0.5)), undefended default joint model.
 
 argv: pin seed, R, then key=value config overrides (seed=1: the target's training seed; unk_alpha=0.0 for the
-pre-issue-12 <unk> behaviour: the <unk> row never trained; char_embeddings=1; epochs=30). Models are cached in $SS_CACHE (default
-/tmp/ss_cache), so re-attacking a model does not retrain it. One torch thread. Prints one JSON line with:
+pre-issue-12 <unk> behaviour: the <unk> row never trained; char_embeddings=1; epochs=30). Models are cached in
+$SS_CACHE (default /tmp/ss_cache), so re-attacking a model does not retrain it. One torch thread. Prints one JSON line with:
 - single-start accuracy / HDT (10 trials) and the trials' guesses with their discrete losses;
 - the exhaustive rank of the true pin and its loss gap to the median pin;
 - the discrete landscape over all 10^4 pins: how many pins are local minima of the loss among their 36
