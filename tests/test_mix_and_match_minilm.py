@@ -44,20 +44,20 @@ def model(privleak_cache):
 
 
 def test_minilm_injected_canary_fails_and_mix_and_match_needs_fewer_candidates(model):
-    exhaustive = mix_and_match(model, CANARIES[0], method="exhaustive").rankings[0]
-    print(f"\nMiniLM exhaustive: rank {exhaustive.rank:g} of {exhaustive.vocabulary} ({exhaustive.seconds:.1f}s); "
-          f"candidates needed: Frankenstein {exhaustive.candidates_needed:g}, base LM "
-          f"{exhaustive.candidates_needed_other:g}; Frankenstein-pruned rank {exhaustive.mix_and_match_rank:g}")
-    assert exhaustive.rank <= 10
-    for generator in ("frankenstein", "base"):
-        mm = mix_and_match(model, CANARIES[0], method="mix-and-match", budget=BUDGET, generator=generator).rankings[0]
-        print(f"MiniLM Mix And Match ({generator}): rank {mm.rank:g} after {mm.scored} candidates ({mm.seconds:.1f}s), "
-              f"{exhaustive.scored / mm.scored:.1f}x fewer than exhaustive")
-    with pytest.raises(PrivacyLeakError) as info:
-        assert_mix_and_match_rank_at_least(model, CANARIES[0], min_rank=10, method="mix-and-match", budget=BUDGET,
-                                           generator="base", name="minilm towels")
-    print(info.value.result.explain())
-    assert info.value.result.value <= 10 and not math.isinf(info.value.result.value)
+    with pytest.raises(PrivacyLeakError) as info:   # default: exhaustive search, the vocabulary fits the budget
+        assert_mix_and_match_rank_at_least(model, CANARIES[0], min_rank=10, name="minilm towels")
+    exhaustive = info.value.result
+    print("\n" + exhaustive.explain())
+    assert exhaustive.value <= 10
+    vocabulary = int(exhaustive.extra["vocabulary"])
+    probe = mix_and_match(model, CANARIES[0], method="mix-and-match", budget=1, generator="base").rankings[0]
+    mm = mix_and_match(model, CANARIES[0], method="mix-and-match", budget=math.ceil(probe.candidates_needed),
+                       generator="base").rankings[0]
+    print(f"MiniLM Mix And Match (base LM candidates): rank {mm.rank:g} after {mm.scored} candidates "
+          f"({mm.seconds:.1f}s) vs exhaustive rank {exhaustive.value:g} after {vocabulary} "
+          f"({exhaustive.extra['seconds']:.1f}s): {vocabulary / mm.scored:.1f}x fewer; Frankenstein needs "
+          f"{probe.candidates_needed_other:g}")
+    assert mm.rank <= exhaustive.value and mm.scored < vocabulary
 
 
 def test_minilm_never_injected_canary_passes(model):
