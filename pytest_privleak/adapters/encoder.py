@@ -103,13 +103,18 @@ class TransformersEncoder:
         if not texts:
             return out
         ids = self.tokenizer(texts, add_special_tokens=True, truncation=True, max_length=self.max_length)["input_ids"]
-        order = np.argsort([len(r) for r in ids], kind="stable")
+        order = np.argsort([len(r) for r in ids], kind="stable")   # batches of similar length pad little
+        lengths = np.array([len(r) for r in ids])
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         device = self.device
         for start in range(0, len(order), self.batch_size):
             chunk = order[start:start + self.batch_size]
-            batch = self.tokenizer.pad({"input_ids": [ids[i] for i in chunk]}, return_tensors="pt")
-            mask = batch["attention_mask"].to(device)
-            batch = batch["input_ids"].to(device)
+            width = int(lengths[chunk].max())
+            filled = np.arange(width)[None, :] < lengths[chunk][:, None]      # right padding, as the tokenizer pads
+            grid = np.full(filled.shape, pad, dtype=np.int64)
+            grid[filled] = np.concatenate([ids[i] for i in chunk])
+            batch = torch.from_numpy(grid).to(device)
+            mask = torch.from_numpy(filled.astype(np.int64)).to(device)
             hidden = self.model(input_ids=batch, attention_mask=mask).last_hidden_state
             pooled = self.pool(hidden, mask)
             out[chunk] = pooled.cpu().numpy()
