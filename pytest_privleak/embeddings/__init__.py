@@ -26,6 +26,15 @@ _LAZY: dict[str, str] = {
     "restaurant_corpus": ".corpora",
     "MEDICAL_KEYWORDS": ".corpora",
     "AIRLINE_KEYWORDS": ".corpora",
+    "infer_keywords": ".keywords",
+    "measure_keyword_inference": ".keyword_assertion",
+    "assert_keyword_inference_at_most": ".keyword_assertion",
+    "rounded": ".defences",
+    "laplace_noise": ".defences",
+    "estimate_l1_sensitivity": ".defences",
+    "privacy_preserving_mapping": ".defences",
+    "subspace_projection": ".defences",
+    "measure_utility": ".utility",
 }
 
 __all__ = sorted(_LAZY)
