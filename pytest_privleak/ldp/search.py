@@ -136,7 +136,7 @@ def probe_pairs(mechanism, rng: np.random.Generator, *, user=(), probe_points: i
     return found
 
 
-def screen_pairs(mechanism, rng: np.random.Generator, *, user=(), top: int = 4, widest: int = 6,
+def screen_pairs(mechanism, rng: np.random.Generator, *, user=(), top: int = 4, widest: int = 3,
                  max_per_input: int = 2000, who: str = "", clock=None) -> Candidates:
     """Every input of a finite domain screened as a pair member; the most deviating ones and the widest pairs."""
     domain = mechanism.domain
