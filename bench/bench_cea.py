@@ -13,7 +13,13 @@ under --cache-dir, so later runs skip training). Rows:
   CEA and bare runs alternate ``--repeats`` times and the median of the
   per-pair ratios is printed, so load from other processes on a shared
   machine hits both sides of each ratio alike;
-* exhaustive scoring of all 10^4 pins next to the gradient attack.
+* exhaustive scoring of all 10^4 pins next to the gradient attack;
+* the default attack (``method="auto"``: exhaustive here, since 10^4 fits the
+  budget), auto forced over its budget (``budget=1000``: gradient then scoring
+  of the ``ranked`` most probable secrets per start), exhaustive, and the
+  paper's gradient attack (one start, and best of ``--starts``) side by side:
+  time, accuracy, rank of the true pin (exact or lower bound), and ratios to
+  the default. ``--compare-only`` prints just this table.
 """
 from __future__ import annotations
 
@@ -77,18 +83,27 @@ def main() -> None:
     parser.add_argument("--cache-dir", default=".privleak-bench-cache")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--repeats", type=int, default=3, help="alternating CEA/bare pairs per overhead ratio")
+    parser.add_argument("--repeats-canary", type=int, default=100, help="copies of the pin in the training data")
+    parser.add_argument("--compare-only", action="store_true", help="only the auto/exhaustive/gradient table")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     device = args.device
 
     pin = canary("pin", seed=0)
-    data = inject_canaries(generate_snips_like(args.n_train, 200, 200, seed=0), pin, repeats=100)
+    data = inject_canaries(generate_snips_like(args.n_train, 200, 200, seed=0), pin, repeats=args.repeats_canary)
     t_train, model = timed(device, lambda: train_target("joint-bilstm-crf", data, device=device, seed=0,
                                                         cache=TargetCache(args.cache_dir), epochs=args.epochs))
     length = len(pin.tokens)
-    kw = dict(starts=1, select="single", seed=0)
+    kw = dict(method="gradient", starts=1, select="single", seed=0)
     extract(model, pin, trials=1, epochs=5, **kw)                     # warm-up (kernels, allocator)
+    header = (f"# CEA bench: {device}, torch {torch.__version__}, threads {torch.get_num_threads()}; target "
+              f"joint-bilstm-crf {model.content_hash[:12]} (n_train={args.n_train}, epochs={args.epochs}, "
+              f"pin x{args.repeats_canary}, train/load {t_train:.1f}s); canary {pin.text!r}")
+    if args.compare_only:
+        print(header)
+        compare_attacks(model, pin, args.trials, args.starts, device)
+        return
 
     t_batched, batched = timed(device, lambda: extract(model, pin, trials=args.trials, **kw))
     t_loop, looped = timed(device, lambda: [extract(model, pin, trials=1, first_trial=t, **kw)
@@ -97,16 +112,16 @@ def main() -> None:
     t_bare, ratio = overhead(device, args.repeats,
                              lambda: timed(device, lambda: extract(model, pin, trials=args.trials, **kw))[0],
                              lambda: bare_loop(model, args.trials, length, 250, device))
-    t_best, best = timed(device, lambda: extract(model, pin, trials=args.trials, starts=args.starts, seed=0))
+    t_best, best = timed(device, lambda: extract(model, pin, method="gradient", trials=args.trials,
+                                                 starts=args.starts, seed=0))
     t_bare_best, ratio_best = overhead(
-        device, args.repeats, lambda: timed(device, lambda: extract(model, pin, trials=args.trials,
-                                                                  starts=args.starts, seed=0))[0],
+        device, args.repeats, lambda: timed(device, lambda: extract(model, pin, method="gradient",
+                                                                  trials=args.trials, starts=args.starts,
+                                                                  seed=0))[0],
         lambda: bare_loop(model, args.trials * args.starts, length, 250, device))
     t_exh, exh = timed(device, lambda: extract(model, pin, method="exhaustive"))
 
-    print(f"# CEA bench: {device}, torch {torch.__version__}, threads {torch.get_num_threads()}; target "
-          f"joint-bilstm-crf {model.content_hash[:12]} (n_train={args.n_train}, epochs={args.epochs}, "
-          f"pin x100, train/load {t_train:.1f}s); canary {pin.text!r}")
+    print(header)
     rows = [
         ("batched CEA, %d trials x 1 start" % args.trials, t_batched,
          f"acc {batched.accuracy:.2f}, HDT {batched.hdt:.3f}"),
@@ -126,6 +141,34 @@ def main() -> None:
     print(f"|{'-' * 46}|{'-' * 10}|{'-' * 60}")
     for name, seconds, note in rows:
         print(f"| {name:<44} | {seconds:8.2f} | {note}")
+    print()
+    compare_attacks(model, pin, args.trials, args.starts, device)
+
+
+def compare_attacks(model, pin, trials: int, starts: int, device: str) -> None:
+    """Default (auto) vs exhaustive vs the paper's gradient attack, one table, ratios to the default."""
+    runs = [
+        ("auto (default)", dict(trials=trials)),
+        ("auto over budget (budget=1000, ranked=256)", dict(trials=trials, starts=starts, budget=1000)),
+        ("exhaustive", dict(method="exhaustive")),
+        ("gradient, paper (1 start, select=single)", dict(method="gradient", trials=trials, starts=1,
+                                                          select="single")),
+        (f"gradient, best of {starts} starts", dict(method="gradient", trials=trials, starts=starts)),
+    ]
+    measured = []
+    for name, kwargs in runs:
+        seconds, report = timed(device, lambda: extract(model, pin, seed=0, **kwargs))
+        measured.append((name, seconds, report))
+    base_seconds, base = measured[0][1], measured[0][2]
+    print(f"| {'attack':<44} | {'seconds':>8} | {'time/auto':>9} | {'acc':>5} | {'acc/auto':>8} | {'HDT':>5} | "
+          "rank of true pin (attack that ran)")
+    print(f"|{'-' * 46}|{'-' * 10}|{'-' * 11}|{'-' * 7}|{'-' * 10}|{'-' * 7}|{'-' * 40}")
+    for name, seconds, report in measured:
+        rank = report.ranks[0]
+        shown = f"{rank}" if report.ranks_exact[0] else f">= {rank} (bound, {report.scored[0]} scored)"
+        ratio = f"{report.accuracy / base.accuracy:.2f}" if base.accuracy else "n/a"
+        print(f"| {name:<44} | {seconds:8.2f} | {seconds / base_seconds:9.2f} | {report.accuracy:5.2f} | "
+              f"{ratio:>8} | {report.hdt:5.3f} | {shown} ({report.attacks[0]}, {report.n_trials} trial(s))")
 
 
 if __name__ == "__main__":

@@ -41,16 +41,17 @@ DEFENCES = dict(dropout=0.2, early_stopping=True, patience=20, char_embeddings=T
 
 
 @pytest.mark.xfail(raises=PrivacyLeakError, strict=True,
-                   reason="a pin said once is extracted from the undefended model (paper Table 4, R=1)")
+                   reason="a pin said once is extracted from the undefended model (paper Table 4, R=1): the "
+                          "default attack scores all 10^4 pins and the true one has the lowest loss")
 def test_a_pin_said_once_cannot_be_extracted_from_the_undefended_model(train_target, pin_said_once, pin):
     model = train_target("joint-bilstm-crf", pin_said_once)
-    assert_cea_accuracy_at_most(model, pin, 0.0, trials=5)
+    assert_cea_accuracy_at_most(model, pin, 0.0, name="pin said once, undefended")
 
 
 def test_a_pin_said_once_cannot_be_extracted_with_the_paper_defences(train_target, pin_said_once, pin):
     """Dropout 0.2 + early stopping (patience 20) + character embeddings (paper §6)."""
     model = train_target("joint-bilstm-crf", pin_said_once, **DEFENCES)
-    assert_cea_accuracy_at_most(model, pin, 0.0, trials=5)
+    assert_cea_accuracy_at_most(model, pin, 0.0, name="pin said once, paper defences")
 
 
 @pytest.mark.xfail(raises=PrivacyLeakError, strict=True,
