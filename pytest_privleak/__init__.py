@@ -26,6 +26,8 @@ _PUBLIC = {
     "measure_membership": ".assertions",
     "measure_mix_and_match": ".assertions",
     "measure_embedding_inversion": ".assertions",
+    "assert_keyword_inference_at_most": ".assertions",
+    "measure_keyword_inference": ".assertions",
     "canary": ".canaries",
     "inject_canaries": ".canaries",
 }

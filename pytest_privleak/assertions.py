@@ -34,6 +34,8 @@ _HELPERS = {
     "measure_membership": ".attacks.membership_assertion",
     "measure_mix_and_match": ".attacks.mix_and_match_assertion",
     "measure_embedding_inversion": ".embeddings.inversion_assertion",
+    "assert_keyword_inference_at_most": ".embeddings.keyword_assertion",
+    "measure_keyword_inference": ".embeddings.keyword_assertion",
 }
 
 __all__ = ["check", *sorted(_HELPERS)]
