@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from pytest_privleak.attacks.exposure import (
-    chance_exposure, exposure_from_scores, measure_exposure, sampled_interval, space_digits)
+    chance_exposure, exposure_from_scores, compute_exposure, sampled_interval, space_digits)
 from pytest_privleak.attacks.exposure_assertion import assert_exposure_below
 from pytest_privleak.attacks.exposure_assertion import measure_exposure as measure_exposure_result
 from pytest_privleak.canaries import canary
@@ -114,34 +114,34 @@ class SlowScorer(_Table):
 
 @pytest.mark.parametrize("rank", [1, 7, 300])
 def test_exact_rank_on_a_stub(rank):
-    m = measure_exposure(TableScorer(canary_rank=rank), PIN, method="exact")
+    m = compute_exposure(TableScorer(canary_rank=rank), PIN, method="exact")
     assert m.rank == rank
     assert m.value == pytest.approx(math.log2(10 ** 4) - math.log2(rank))
     assert m.ceiling == pytest.approx(math.log2(10 ** 4))
 
 
 def test_fast_and_utterance_paths_agree():
-    fast = measure_exposure(TableScorer(canary_rank=40), PIN, method="exact", batch_size=999)
-    slow = measure_exposure(SlowScorer(canary_rank=40), PIN, method="exact", batch_size=999)
+    fast = compute_exposure(TableScorer(canary_rank=40), PIN, method="exact", batch_size=999)
+    slow = compute_exposure(SlowScorer(canary_rank=40), PIN, method="exact", batch_size=999)
     assert fast.rank == slow.rank == 40
 
 
 def test_exact_is_batched():
     stub = TableScorer(canary_rank=5)
-    measure_exposure(stub, PIN, method="exact", batch_size=2500)
+    compute_exposure(stub, PIN, method="exact", batch_size=2500)
     assert stub.calls == 4
 
 
 def test_auto_picks_exact_within_budget_and_extrapolates_beyond():
-    assert measure_exposure(TableScorer(canary_rank=5), PIN).method == "exact"
-    m = measure_exposure(TableScorer(canary_rank=5), PIN, exact_budget=1000, references=500, bootstrap=5)
+    assert compute_exposure(TableScorer(canary_rank=5), PIN).method == "exact"
+    m = compute_exposure(TableScorer(canary_rank=5), PIN, exact_budget=1000, references=500, bootstrap=5)
     assert m.method == "extrapolated"
 
 
 @pytest.mark.parametrize("rank", [40, 150, 1500])  # 8.0, 6.1, 2.7 bits; deeper tails: see the LM test
 def test_exact_and_extrapolated_agree_within_one_bit(rank):
-    exact = measure_exposure(TableScorer(canary_rank=rank), PIN, method="exact")
-    extra = measure_exposure(TableScorer(canary_rank=rank), PIN, method="extrapolated", references=3000,
+    exact = compute_exposure(TableScorer(canary_rank=rank), PIN, method="exact")
+    extra = compute_exposure(TableScorer(canary_rank=rank), PIN, method="extrapolated", references=3000,
                              bootstrap=10, seed=1)
     assert abs(exact.value - extra.value) <= 1.0, (exact.value, extra.value, extra.fit)
     assert extra.fit["ks"] < 0.05
@@ -149,15 +149,15 @@ def test_exact_and_extrapolated_agree_within_one_bit(rank):
 
 
 def test_sampled_rank_and_interval_cover_the_exact_value():
-    exact = measure_exposure(TableScorer(canary_rank=100), PIN, method="exact")
-    sampled = measure_exposure(TableScorer(canary_rank=100), PIN, method="sampled", references=2000, seed=4)
+    exact = compute_exposure(TableScorer(canary_rank=100), PIN, method="exact")
+    sampled = compute_exposure(TableScorer(canary_rank=100), PIN, method="sampled", references=2000, seed=4)
     assert sampled.ceiling == pytest.approx(math.log2(2000))
     assert sampled.interval[0] <= exact.value <= sampled.interval[1]
 
 
 def test_sampling_is_deterministic_per_seed():
-    a = measure_exposure(TableScorer(canary_rank=100), PIN, method="sampled", references=500, seed=9)
-    b = measure_exposure(TableScorer(canary_rank=100), PIN, method="sampled", references=500, seed=9)
+    a = compute_exposure(TableScorer(canary_rank=100), PIN, method="sampled", references=500, seed=9)
+    b = compute_exposure(TableScorer(canary_rank=100), PIN, method="sampled", references=500, seed=9)
     assert (a.value, a.rank) == (b.value, b.rank)
 
 
@@ -177,13 +177,13 @@ def test_assertion_fails_with_the_evidence_and_passes_below_the_bound():
 
 def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="method="):
-        measure_exposure(TableScorer(), PIN, method="magic")
+        compute_exposure(TableScorer(), PIN, method="magic")
     with pytest.raises(ValueError, match="max_bits"):
         assert_exposure_below(TableScorer(), PIN, -1)
     with pytest.raises(TypeError, match="Canary"):
         assert_exposure_below(TableScorer(), "my pin code is 1 2 3 4", 5)
     with pytest.raises(TypeError, match="sequence scorer"):
-        measure_exposure(object(), PIN)
+        compute_exposure(object(), PIN)
 
 
 def test_assertion_records_its_own_tolerance_and_plain_floats():
@@ -239,4 +239,4 @@ def test_prefix_outside_the_vocabulary_is_refused_not_read_as_unk():
                            tuple(sorted(set(PIN.tags))), (PIN.intent,))
 
     with pytest.raises(OutOfVocabularyError, match=repr(PIN.pattern.prefix[0])):
-        measure_exposure(NoPrefix(), PIN)
+        compute_exposure(NoPrefix(), PIN)
