@@ -20,7 +20,7 @@ def test_cache(privleak_cache):
 
 
 def test_a_url_cache_is_shared_by_runs_with_their_own_mirrors(pytester, tmp_path, monkeypatch):
-    pytester.makepyfile(test_cache=TEST)
+    pytester.makepyfile(test_privleak_url_cache_fixture=TEST)
     url = f"file://{tmp_path}/shared"
     outputs = []
     for host in ("host-a", "host-b"):
@@ -35,12 +35,12 @@ def test_a_url_cache_is_shared_by_runs_with_their_own_mirrors(pytester, tmp_path
 def test_the_ini_takes_a_url(pytester, tmp_path, monkeypatch):
     monkeypatch.setenv("PRIVLEAK_CACHE_MIRROR", str(tmp_path / "mirror"))
     pytester.makeini(f"[pytest]\nprivleak_cache_dir = file://{tmp_path}/shared\n")
-    pytester.makepyfile(test_cache=TEST)
+    pytester.makepyfile(test_privleak_url_cache_fixture=TEST)
     pytester.runpytest().assert_outcomes(passed=1)
 
 
 def test_an_unknown_protocol_stops_the_run_naming_the_option_and_the_fix(pytester):
-    pytester.makepyfile(test_cache=TEST)
+    pytester.makepyfile(test_privleak_url_cache_fixture=TEST)
     result = pytester.runpytest("--privleak-cache-dir=nosuchproto://bucket/cache")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--privleak-cache-dir (ini: privleak_cache_dir)='nosuchproto://bucket/cache': "
@@ -48,7 +48,7 @@ def test_an_unknown_protocol_stops_the_run_naming_the_option_and_the_fix(pyteste
 
 
 def test_a_folder_stays_a_local_cache_under_the_rootdir(pytester):
-    pytester.makepyfile(test_cache="""
+    pytester.makepyfile(test_privleak_url_cache_fixture="""
 from pytest_privleak.cache import TargetCache
 def test_local(privleak_cache, pytestconfig):
     assert type(privleak_cache) is TargetCache
