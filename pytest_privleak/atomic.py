@@ -13,6 +13,7 @@ def write_text_atomic(path: str | os.PathLike, text: str, encoding: str = "utf-8
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, _default_file_mode())  # mkstemp makes 0600; a report is shared like any written file
         with os.fdopen(fd, "w", encoding=encoding) as handle:
             handle.write(text)
             handle.flush()
@@ -22,6 +23,13 @@ def write_text_atomic(path: str | os.PathLike, text: str, encoding: str = "utf-8
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def _default_file_mode() -> int:
+    """0666 less this process's umask: the mode ``open(path, "w")`` would give a new file."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def publish_dir_atomic(staging: Path, final: Path) -> Path:

@@ -320,3 +320,19 @@ def test_read_only_folder_refuses_an_edited_entry_it_cannot_retrain(tmp_path, mo
                                               r"cannot retrain it because the cache folder is not writable.*"
                                               r"--privleak-cache-dir"):
         TargetCache(root).get_or_build("k", lambda: [9], _save, _load)
+
+
+def test_atomic_writes_get_the_mode_a_plain_write_would(tmp_path):
+    """mkstemp's 0600 must not leak into reports and baselines that other users and CI steps read."""
+    import os
+
+    from pytest_privleak.atomic import write_text_atomic
+
+    umask = os.umask(0o022)
+    try:
+        target = write_text_atomic(tmp_path / "report.json", "{}")
+        plain = tmp_path / "plain.json"
+        plain.write_text("{}")
+    finally:
+        os.umask(umask)
+    assert oct(target.stat().st_mode & 0o777) == oct(plain.stat().st_mode & 0o777) == oct(0o644)
