@@ -15,7 +15,7 @@ ITEM_RESULTS_KEY = pytest.StashKey[list]()
 DEVICE_KEY = pytest.StashKey[str]()
 #: Fixtures that make a test a privacy test (reported even when it records nothing, e.g. errors).
 PRIVLEAK_FIXTURES = frozenset({"privleak_device", "privleak_seed", "privleak_cache", "nlu_dataset", "ner_dataset",
-                               "canary", "inject_canaries", "train_target"})
+                               "canary", "inject_canaries", "train_target", "privleak_minilm"})
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
