@@ -68,3 +68,14 @@ def test_measure_ldp_gives_the_figure_assert_ldp_holds_gates():
 def test_measure_ldp_takes_no_limit():
     with pytest.raises(TypeError):
         measure_ldp(KRR(3, 1.0), 1.0)
+
+
+def test_hoho_labels_are_stable_too():
+    from pytest_privleak.ldp import OUE, hoho_results
+
+    class NoRepr(OUE):
+        __repr__ = object.__repr__
+
+    results = hoho_results(NoRepr(4, 1.0), n_inputs=40, repeats=5)
+    assert all(r.label == "NoRepr(k=4, epsilon=1, p=0.5, q=0.268941)" for r in results)
+    assert hoho_results(NoRepr(4, 1.0), n_inputs=40, repeats=5, label="oue-4")[0].label == "oue-4"

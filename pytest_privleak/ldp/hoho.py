@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..results import LeakResult
+from .labels import check_name, mechanism_label
 
 
 def even_bits(bits: np.ndarray) -> np.ndarray:
@@ -105,8 +106,8 @@ def hoho_results(mechanism, inputs: np.ndarray | None = None, *, n_inputs: int =
     aucs = linking_auc(mechanism, data, repeats=repeats, rng=rng)
     acc = reconstruction_accuracy(mechanism, data, rng=rng)
     expected = expected_reconstruction_accuracy(mechanism, data) if hasattr(mechanism, "bit_probabilities") else None
-    name = label or repr(mechanism)
-    target = {"mechanism": repr(mechanism), "seed": int(seed), "inputs": len(data)}
+    name = mechanism_label(mechanism, check_name(label or None))  # stable: never a memory address
+    target = {"mechanism": name, "seed": int(seed), "inputs": len(data)}
     link = LeakResult(
         attack="hoho", metric="linking_auc", value=float(aucs.mean()), threshold=None,
         chance=0.5, ceiling=1.0, label=name, evidence={"targets": len(aucs), "repeats": repeats},
