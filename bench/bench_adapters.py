@@ -21,13 +21,14 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 from torch.nn import functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import timed  # noqa: E402
 from helpers_transformers import bert_config, word_tokenizer  # noqa: E402
 
 from pytest_privleak.adapters import from_transformers  # noqa: E402
@@ -36,19 +37,6 @@ from pytest_privleak.data.types import Utterance  # noqa: E402
 WORDS = ["my", "pin", "code", "is", "call", "play", "a", "song", "by", "the", "book", "table", *"0123456789"]
 INTENTS = ["PinIntent", "CallIntent", "PlayMusic"]
 TAGS = ["O", "B-canary", "I-canary"]
-
-
-def _sync(device: str) -> None:
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-
-
-def timed(device: str, fn) -> float:
-    _sync(device)
-    began = time.perf_counter()
-    fn()
-    _sync(device)
-    return time.perf_counter() - began
 
 
 def paired(device: str, repeats: int, adapter, bare) -> tuple[float, float, float]:

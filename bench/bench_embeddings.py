@@ -21,26 +21,14 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-
-def _sync(device: str) -> None:
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-
-
-def timed(device: str, fn) -> float:
-    _sync(device)
-    began = time.perf_counter()
-    fn()
-    _sync(device)
-    return time.perf_counter() - began
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import timed  # noqa: E402
 
 
 def load(model: str, device: str):

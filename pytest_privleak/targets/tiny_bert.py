@@ -23,6 +23,7 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -140,26 +141,37 @@ def _pretrain(cfg: TinyBertConfig, seed: int, key: str) -> TinyBert:
     with training.torch_threads(cfg.threads), training.seeded(seed):
         model = BertForMaskedLM(bert_config(cfg, len(vocab)))
         optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-        generator = torch.Generator().manual_seed(seed)
-        model.train()
-        losses = []
-        for _ in range(cfg.epochs):
-            order = torch.randperm(len(ids), generator=generator)
-            total, batches = 0.0, 0
-            for start in range(0, len(order), cfg.batch_size):
-                rows = order[start:start + cfg.batch_size]
-                width = int(attention[rows].sum(1).max())
-                inputs, labels = mask_tokens(ids[rows, :width], special[rows, :width], len(vocab),
-                                             cfg.mask_probability, generator)
-                loss = model(input_ids=inputs, attention_mask=attention[rows, :width], labels=labels).loss
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-                total, batches = total + float(loss.detach()), batches + 1
-            losses.append(total / batches)
+        losses = mlm_epochs(model, optimizer, ids, attention, special, len(vocab), epochs=cfg.epochs,
+                            batch_size=cfg.batch_size, mask_probability=cfg.mask_probability,
+                            generator=torch.Generator().manual_seed(seed))
         model.eval()
     history = {"epoch_losses": losses, "final_loss": round(losses[-1], 4), "seconds": time.perf_counter() - began}
     return TinyBert(model, tokenizer, cfg, content_hash=key, history=history)
+
+
+def mlm_epochs(model: Any, optimizer: Any, ids: torch.Tensor, attention: torch.Tensor, special: torch.Tensor,
+               vocab_size: int, *, epochs: int, batch_size: int, mask_probability: float,
+               generator: torch.Generator) -> list[float]:
+    """BERT's masked-LM training (15 % of tokens, 80/10/10 by :func:`mask_tokens`), batches trimmed to their
+    longest row; returns the mean loss of each epoch. Shared by the tiny base's pretraining and the MLM head
+    that mix-and-match §4.3.1 trains on a frozen encoder."""
+    model.train()
+    losses = []
+    for _ in range(epochs):
+        order = torch.randperm(len(ids), generator=generator)
+        total, batches = 0.0, 0
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            width = int(attention[rows].sum(1).max())
+            inputs, labels = mask_tokens(ids[rows, :width], special[rows, :width], vocab_size, mask_probability,
+                                         generator)
+            loss = model(input_ids=inputs, attention_mask=attention[rows, :width], labels=labels).loss
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            total, batches = total + float(loss.detach()), batches + 1
+        losses.append(total / batches)
+    return losses
 
 
 def _save(bert: TinyBert, folder: Path) -> dict:

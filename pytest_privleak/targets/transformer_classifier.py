@@ -146,7 +146,7 @@ def _trainable_head(generator: Any) -> list[torch.nn.Parameter]:
 def train_mlm_head(generator: Any, tokenizer: Any, cfg: TransformerClassifierConfig, seed: int) -> dict:
     """Train the MLM head on the public corpus with the encoder frozen (mix-and-match §4.3.1); returns facts."""
     from ..data.public_corpus import generate_public_corpus
-    from .tiny_bert import mask_tokens
+    from .tiny_bert import mlm_epochs
 
     corpus = generate_public_corpus(cfg.head_sentences, seed=seed + 1)
     enc = tokenizer([list(s) for s in corpus], is_split_into_words=True, padding=True, truncation=True,
@@ -155,23 +155,8 @@ def train_mlm_head(generator: Any, tokenizer: Any, cfg: TransformerClassifierCon
     special = torch.isin(ids, torch.tensor(tokenizer.all_special_ids)) | (attention == 0)
     params = _trainable_head(generator)
     optimizer = torch.optim.AdamW(params, lr=1e-3, weight_decay=cfg.weight_decay)
-    generator_rng = torch.Generator().manual_seed(seed)
-    generator.train()
-    losses = []
-    for _ in range(cfg.head_epochs):
-        order = torch.randperm(len(ids), generator=generator_rng)
-        total, count = 0.0, 0
-        for start in range(0, len(order), 64):
-            rows = order[start:start + 64]
-            width = int(attention[rows].sum(1).max())
-            inputs, labels = mask_tokens(ids[rows, :width], special[rows, :width], len(tokenizer), 0.15,
-                                         generator_rng)
-            loss = generator(input_ids=inputs, attention_mask=attention[rows, :width], labels=labels).loss
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            total, count = total + float(loss.detach()), count + 1
-        losses.append(total / count)
+    losses = mlm_epochs(generator, optimizer, ids, attention, special, len(tokenizer), epochs=cfg.head_epochs,
+                        batch_size=64, mask_probability=0.15, generator=torch.Generator().manual_seed(seed))
     generator.eval()
     for p in generator.parameters():
         p.requires_grad_(False)
