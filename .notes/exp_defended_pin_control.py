@@ -15,7 +15,7 @@ for k, v in extra.items(): kw[k] = type(kw.get(k, 1.0))(float(v)) if k != "epoch
 t = time.perf_counter()
 m = train_target("joint-bilstm-crf", data, device="cpu", cache=None, seed=0, progress=False, **kw)
 ts = time.perf_counter() - t
-single = extract(m, pin, trials=10, starts=1, select="single", seed=0)
+single = extract(m, pin, method="gradient", trials=10, starts=1, select="single", seed=0)
 best = extract(m, pin, trials=3, starts=8, seed=0)
 exh = extract(m, pin, method="exhaustive")
 rng = np.random.default_rng(1)

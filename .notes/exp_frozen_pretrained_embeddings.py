@@ -30,7 +30,7 @@ t = time.perf_counter()
 m = train_target("joint-bilstm-crf", data, device="cpu", cache=None, seed=0, progress=False, embedding_dim=384, **kw)
 ts = time.perf_counter() - t
 ev = m.evaluate(data.test)
-single = extract(m, pin, trials=10, starts=1, select="single", seed=0)
+single = extract(m, pin, method="gradient", trials=10, starts=1, select="single", seed=0)
 best = extract(m, pin, trials=3, starts=8, seed=0)
 exh = extract(m, pin, method="exhaustive")
 print(json.dumps(dict(cs=cs, R=R, defended=defended, n_train=n_train, train_s=round(ts, 1), stopped=m.stopped_epoch,

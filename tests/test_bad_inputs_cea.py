@@ -143,3 +143,11 @@ def test_a_built_in_target_with_nan_lstm_weights_is_refused():
         with pytest.raises(NonFiniteError, match=r"loss of target 0 \(JointNLUTarget.*Fix: "):
             assert_cea_accuracy_at_most(model, PIN, 0.0, method=method, trials=1, starts=1, epochs=3,
                                         max_hdt_floor=0.9)
+
+
+def test_the_papers_single_start_under_auto_is_refused_not_silently_exhaustive():
+    """Before: extract(..., select="single") ran the exhaustive attack once and reported it as the paper's."""
+    with pytest.raises(ValueError, match=r"select='single'.*fix: pass method='gradient', select='single'"):
+        extract(_model(), PIN, trials=10, select="single")
+    report = extract(_model(), PIN, method="gradient", select="single", trials=2, epochs=20)
+    assert report.select == "single" and report.n_trials == 2

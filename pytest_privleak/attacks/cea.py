@@ -423,6 +423,10 @@ def extract(targets: "SoftInputModel | Sequence[SoftInputModel]", canaries: "Can
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}; fix: 'auto' (the strongest that "
                          "fits the budget), or name the attack")
+    if method == "auto" and select == "single":
+        raise ValueError("select='single' is the paper's single-start gradient attack, but method='auto' scores "
+                         "every secret when the space fits the budget (no start is run); fix: pass "
+                         "method='gradient', select='single' for the paper's attack, or drop select")
     _positive_int("trials", trials, fix="; fix: the number of independent attack runs per canary, e.g. "
                   "trials=10 (the paper's §4.3 protocol)")
     _positive_int("ranked", ranked, fix="; fix: the number of most probable secrets scored per gradient start")
