@@ -11,6 +11,7 @@ __version__ = "0.1.0"
 
 _PUBLIC = {
     "LeakResult": ".results",
+    "NonFiniteError": ".finite",
     "PrivacyLeakError": ".results",
     "assert_cea_accuracy_at_most": ".assertions",
     "assert_exposure_below": ".assertions",
