@@ -66,6 +66,9 @@ def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+#: Pauses (seconds) between attempts to open the remote filesystem before giving up.
+OPEN_RETRY_PAUSES = (0.5, 1.0, 2.0)
+
 class RemoteTargetCache:
     """Trained targets under an fsspec URL, shared by every host that reaches it; see the module docstring.
 
@@ -116,14 +119,20 @@ class RemoteTargetCache:
         if self._fs is None:
             import fsspec
 
-            try:
-                fs, root = fsspec.core.url_to_fs(self.url, **self.storage_options)
-                fs.makedirs(root, exist_ok=True)
-            except Exception as exc:   # noqa: BLE001 - backends raise anything from socket errors to auth errors
-                raise CacheDirError(
-                    f"cannot open the target cache {self.url} ({type(exc).__name__}: {exc}). Fix: check that the "
-                    f"host or bucket is reachable and that the credentials allow writing there, or point {OPTION} "
-                    "at a local folder", errno_=getattr(exc, "errno", None), filename=self.url) from exc
+            for attempt, pause in enumerate((*OPEN_RETRY_PAUSES, None), start=1):
+                try:
+                    fs, root = fsspec.core.url_to_fs(self.url, **self.storage_options)
+                    fs.makedirs(root, exist_ok=True)
+                    break
+                except Exception as exc:   # noqa: BLE001 - backends raise anything from socket to auth errors
+                    if pause is not None:  # a dropped connection (e.g. sshd's MaxStartups) is worth another try
+                        time.sleep(pause)
+                        continue
+                    raise CacheDirError(
+                        f"cannot open the target cache {self.url} after {attempt} attempts "
+                        f"({type(exc).__name__}: {exc}). Fix: check that the "
+                        f"host or bucket is reachable and that the credentials allow writing there, or point "
+                        f"{OPTION} at a local folder", errno_=getattr(exc, "errno", None), filename=self.url) from exc
             self._fs, self._remote_root = fs, root.rstrip("/")
         return self._fs
 

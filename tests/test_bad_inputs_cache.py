@@ -235,13 +235,17 @@ def test_bad_remote_cache_arguments_name_the_argument(tmp_path, kwargs, message)
         RemoteTargetCache(**kwargs)
 
 
-def test_unreachable_remote_cache_names_the_url_and_the_fix(tmp_path):
+def test_unreachable_remote_cache_names_the_url_and_the_fix(tmp_path, monkeypatch):
     pytest.importorskip("fsspec")
+    from pytest_privleak import cache_remote
     from pytest_privleak.cache_remote import RemoteTargetCache
+
+    monkeypatch.setattr(cache_remote, "OPEN_RETRY_PAUSES", (0.0, 0.0))
 
     (tmp_path / "a-file").write_text("x")
     url = f"file://{tmp_path}/a-file/cache"                               # a file stands where the folder goes
     cache = RemoteTargetCache(url, mirror_dir=tmp_path / "mirror")
-    with pytest.raises(CacheDirError, match=rf"cannot open the target cache {url} .*Fix: check that the host "
+    with pytest.raises(CacheDirError, match=rf"cannot open the target cache {url} after 3 attempts .*Fix: check "
+                                            r"that the host "
                                             r"or bucket is reachable .*or point --privleak-cache-dir .* at a local"):
         cache.get_or_build("k", lambda: [1], _save, _load)

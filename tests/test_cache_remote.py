@@ -423,3 +423,23 @@ def test_exclusive_create_wins_once_on_each_kind_of_backend(url, behaviour):
     assert create_exclusive(fs, path, b"first", settle=0.01) is True
     assert create_exclusive(fs, path, b"second", settle=0.01) is False
     assert fs.fs.cat_file(path) == b"first"
+
+
+def test_a_dropped_first_connection_is_retried_not_fatal(tmp_path, monkeypatch):
+    """An sshd that drops a connection under load (MaxStartups) must not fail a host's run: CI saw exactly that."""
+    import fsspec
+
+    from pytest_privleak import cache_remote
+
+    real, calls = fsspec.core.url_to_fs, []
+
+    def flaky(url, **options):
+        calls.append(url)
+        if len(calls) == 1:
+            raise ConnectionResetError("connection reset by peer")
+        return real(url, **options)
+
+    monkeypatch.setattr(cache_remote, "OPEN_RETRY_PAUSES", (0.0, 0.0))
+    monkeypatch.setattr(fsspec.core, "url_to_fs", flaky)
+    cache = cache_remote.RemoteTargetCache(f"file://{tmp_path}/shared", mirror_dir=tmp_path / "mirror")
+    assert cache.fs is not None and len(calls) == 2
