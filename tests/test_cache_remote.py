@@ -17,21 +17,13 @@ import pytest
 fsspec = pytest.importorskip("fsspec",
                              reason="the URL cache needs fsspec (pip install 'pytest-privleak[remote-cache]')")
 
+from helpers_cache import HOST_PROCESS, load_value, save_value  # noqa: E402
 from pytest_privleak.cache import CacheEntryError, CacheEntryWarning, CacheLockTimeout  # noqa: E402
 from pytest_privleak.cache_lease import LeaseRecord  # noqa: E402
 from pytest_privleak.cache_remote import MARKER, RemoteTargetCache  # noqa: E402
 from pytest_privleak.cache_url import cache_location, is_url, open_cache  # noqa: E402
 
 KEY = "0123abcd" * 8
-
-
-def _save(obj, folder: Path) -> dict:
-    (folder / "value.json").write_text(json.dumps(obj))
-    return {"what": "test"}
-
-
-def _load(folder: Path):
-    return json.loads((folder / "value.json").read_text())
 
 
 @pytest.fixture
@@ -76,12 +68,13 @@ def test_open_cache_picks_the_backend_by_location(tmp_path, url):
 
 def test_publish_writes_files_then_one_marker_and_another_host_downloads_it(tmp_path, url, capsys):
     a, b = _host(url, tmp_path, "host-a"), _host(url, tmp_path, "host-b")
-    assert a.get_or_build(KEY, lambda: {"w": [1, 2]}, _save, _load) == ({"w": [1, 2]}, False)
+    assert a.get_or_build(KEY, lambda: {"w": [1, 2]}, save_value, load_value) == ({"w": [1, 2]}, False)
     files = _remote_files(url)
     assert [f for f in files if f.endswith(MARKER)] == [f"{KEY}/{MARKER}"]
     assert any(f.startswith(f"{KEY}/v-") and f.endswith("/value.json") for f in files)
     assert not any(".lease" in f or ".tmp-" in f for f in files)         # lease released, no staging left
-    assert b.get_or_build(KEY, lambda: pytest.fail("host-b must not train"), _save, _load) == ({"w": [1, 2]}, True)
+    assert b.get_or_build(KEY, lambda: pytest.fail("host-b must not train"), save_value,
+                          load_value) == ({"w": [1, 2]}, True)
     assert b.problems(KEY) == [] and b.read_meta(KEY)["what"] == "test"  # mirrored with its manifest
     err = capsys.readouterr().err
     assert "trained on host 'host-a'" in err and "downloaded from" in err and "trained by host 'host-a'" in err
@@ -89,10 +82,10 @@ def test_publish_writes_files_then_one_marker_and_another_host_downloads_it(tmp_
 
 def test_the_mirror_serves_a_host_without_asking_the_url_again(tmp_path, url):
     a = _host(url, tmp_path, "host-a")
-    a.get_or_build(KEY, lambda: [7], _save, _load)
+    a.get_or_build(KEY, lambda: [7], save_value, load_value)
     fs, root = fsspec.core.url_to_fs(url)
     fs.rm(root, recursive=True)                                        # the shared storage is gone
-    assert a.get_or_build(KEY, lambda: pytest.fail("must come from the mirror"), _save, _load) == ([7], True)
+    assert a.get_or_build(KEY, lambda: pytest.fail("must come from the mirror"), save_value, load_value) == ([7], True)
 
 
 def test_two_hosts_building_the_same_entry_train_it_once(tmp_path, url):
@@ -104,7 +97,7 @@ def test_two_hosts_building_the_same_entry_train_it_once(tmp_path, url):
         return {"trained": True}
 
     def run(name):
-        results[name] = _host(url, tmp_path, name).get_or_build(KEY, build, _save, _load)
+        results[name] = _host(url, tmp_path, name).get_or_build(KEY, build, save_value, load_value)
 
     threads = [threading.Thread(target=run, args=(n,), name=n) for n in ("host-a", "host-b")]
     for t in threads:
@@ -116,29 +109,10 @@ def test_two_hosts_building_the_same_entry_train_it_once(tmp_path, url):
     assert all(obj == {"trained": True} for obj, _ in results.values())
 
 
-_PROCESS_HOST = """
-import json, sys, time
-from pathlib import Path
-from pytest_privleak.cache_remote import RemoteTargetCache
-url, mirror, host, log = sys.argv[1:5]
-def build():
-    with open(log, "a") as f:
-        f.write(host + "\\n")
-    time.sleep(1.0)
-    return {"by": host}
-def save(obj, folder):
-    (folder / "value.json").write_text(json.dumps(obj))
-    return {}
-cache = RemoteTargetCache(url, mirror_dir=mirror, host=host, lease_poll=0.05)
-obj, loaded = cache.get_or_build("%s", build, save, lambda f: json.loads((f / "value.json").read_text()))
-print(json.dumps({"obj": obj, "loaded": loaded}))
-""" % KEY
-
-
 def test_two_host_processes_on_a_file_url_train_once(tmp_path):
     shared = tmp_path / "shared"
     url, log = f"file://{shared}", tmp_path / "built.log"
-    procs = [subprocess.Popen([sys.executable, "-c", _PROCESS_HOST, url, str(tmp_path / f"m-{h}"), h, str(log)],
+    procs = [subprocess.Popen([sys.executable, "-c", HOST_PROCESS % KEY, url, str(tmp_path / f"m-{h}"), h, str(log)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for h in ("h1", "h2")]
     outs = [p.communicate(timeout=60) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [o[1] for o in outs]
@@ -157,15 +131,16 @@ def test_a_failed_build_publishes_nothing_and_frees_the_lease(tmp_path, url):
         raise RuntimeError("training diverged")
 
     with pytest.raises(RuntimeError, match="diverged"):
-        a.get_or_build(KEY, broken, _save, _load)
+        a.get_or_build(KEY, broken, save_value, load_value)
     assert _remote_files(url) == []
-    assert _host(url, tmp_path, "host-b", lock_timeout=2).get_or_build(KEY, lambda: 1, _save, _load) == (1, False)
+    assert _host(url, tmp_path, "host-b", lock_timeout=2).get_or_build(KEY, lambda: 1, save_value,
+                                                                       load_value) == (1, False)
 
 
 def test_an_upload_cut_short_before_its_marker_is_invisible(tmp_path, url):
     fs, root = fsspec.core.url_to_fs(url)
     fs.pipe_file(f"{root}/{KEY}/v-{'0' * 32}/value.json", b'"half"')     # files of a publish that never committed
-    assert _host(url, tmp_path, "host-a").get_or_build(KEY, lambda: "whole", _save, _load) == ("whole", False)
+    assert _host(url, tmp_path, "host-a").get_or_build(KEY, lambda: "whole", save_value, load_value) == ("whole", False)
 
 
 # --------------------------------------------------------------------------- leases
@@ -180,7 +155,7 @@ def _plant_lease(url, *, host="dead-host", pid=424242, expires_in=-5.0, since_ag
 def test_an_expired_lease_of_a_dead_host_is_taken_over(tmp_path, url, capsys):
     _plant_lease(url, expires_in=-5.0)
     a = _host(url, tmp_path, "host-a", lock_timeout=5)
-    assert a.get_or_build(KEY, lambda: "mine", _save, _load) == ("mine", False)
+    assert a.get_or_build(KEY, lambda: "mine", save_value, load_value) == ("mine", False)
     err = capsys.readouterr().err
     assert "took over the expired lease" in err and "'dead-host', PID 424242" in err and "expired 5 s ago" in err
     assert not any(".lease" in f for f in _remote_files(url))
@@ -190,7 +165,7 @@ def test_a_waiter_shows_the_holder_then_takes_over_when_the_lease_expires(tmp_pa
     _plant_lease(url, expires_in=1.0, since_ago=50.0)
     a = _host(url, tmp_path, "host-a", lock_timeout=20, lock_message_every=0.3)
     start = time.monotonic()
-    assert a.get_or_build(KEY, lambda: "mine", _save, _load) == ("mine", False)
+    assert a.get_or_build(KEY, lambda: "mine", save_value, load_value) == ("mine", False)
     assert time.monotonic() - start >= 0.9                                # it did wait for the expiry
     err = capsys.readouterr().err
     assert "[privleak] waiting" in err and "held by host 'dead-host', PID 424242" in err
@@ -203,7 +178,7 @@ def test_a_live_lease_times_out_naming_its_host_pid_and_the_fix(tmp_path, url):
     a = _host(url, tmp_path, "host-a", lock_timeout=0.4)
     with pytest.raises(CacheLockTimeout, match=r"held by host 'gpu-7', PID 31337.*Fix: .*wait for it or raise "
                                                r"the lock timeout.*expires 120 s after its last heartbeat"):
-        a.get_or_build(KEY, lambda: pytest.fail("must not build"), _save, _load)
+        a.get_or_build(KEY, lambda: pytest.fail("must not build"), save_value, load_value)
 
 
 def test_the_heartbeat_keeps_a_long_build_s_lease_alive(tmp_path, url):
@@ -217,10 +192,10 @@ def test_the_heartbeat_keeps_a_long_build_s_lease_alive(tmp_path, url):
     out = {}
     a = _host(url, tmp_path, "host-a", lease_ttl=0.4)
     b = _host(url, tmp_path, "host-b", lease_ttl=0.4)
-    first = threading.Thread(target=lambda: out.setdefault("a", a.get_or_build(KEY, slow, _save, _load)))
+    first = threading.Thread(target=lambda: out.setdefault("a", a.get_or_build(KEY, slow, save_value, load_value)))
     first.start()
     time.sleep(0.2)
-    out["b"] = b.get_or_build(KEY, slow, _save, _load)
+    out["b"] = b.get_or_build(KEY, slow, save_value, load_value)
     first.join()
     assert len(calls) == 1 and out == {"a": ("once", False), "b": ("once", True)}
 
@@ -234,26 +209,26 @@ def _tamper(url, name="value.json", data=b'{"w": [0, 0]}'):
 
 
 def test_a_tampered_remote_entry_is_retrained_and_republished_with_a_warning(tmp_path, url):
-    _host(url, tmp_path, "host-a").get_or_build(KEY, lambda: {"w": [1, 2]}, _save, _load)
+    _host(url, tmp_path, "host-a").get_or_build(KEY, lambda: {"w": [1, 2]}, save_value, load_value)
     _tamper(url)
     fs, root = fsspec.core.url_to_fs(url)
     before = fs.cat_file(f"{root}/{KEY}/{MARKER}")
     b = _host(url, tmp_path, "host-b")
     with pytest.warns(CacheEntryWarning, match=rf"{url}/{KEY} is not what was built.*file value.json has sha256"):
-        assert b.get_or_build(KEY, lambda: {"w": [1, 2]}, _save, _load) == ({"w": [1, 2]}, False)
+        assert b.get_or_build(KEY, lambda: {"w": [1, 2]}, save_value, load_value) == ({"w": [1, 2]}, False)
     assert fs.cat_file(f"{root}/{KEY}/{MARKER}") != before
     assert len([f for f in _remote_files(url) if f.endswith("value.json")]) == 1    # the bad version is gone
     c = _host(url, tmp_path, "host-c")
-    assert c.get_or_build(KEY, lambda: pytest.fail("republished"), _save, _load) == ({"w": [1, 2]}, True)
+    assert c.get_or_build(KEY, lambda: pytest.fail("republished"), save_value, load_value) == ({"w": [1, 2]}, True)
 
 
 def test_a_tampered_remote_entry_is_an_error_when_asked(tmp_path, url):
-    _host(url, tmp_path, "host-a").get_or_build(KEY, lambda: {"w": [1, 2]}, _save, _load)
+    _host(url, tmp_path, "host-a").get_or_build(KEY, lambda: {"w": [1, 2]}, save_value, load_value)
     _tamper(url)
     b = _host(url, tmp_path, "host-b", on_mismatch="error")
     with pytest.raises(CacheEntryError, match=rf"{url}/{KEY} is not what was built.*Fix: delete "
                                               rf"{url}/{KEY}/{MARKER}"):
-        b.get_or_build(KEY, lambda: pytest.fail("must not build"), _save, _load)
+        b.get_or_build(KEY, lambda: pytest.fail("must not build"), save_value, load_value)
     assert not (tmp_path / "mirror-host-b" / KEY).exists()
 
 
@@ -265,13 +240,13 @@ def test_a_tampered_remote_entry_is_an_error_when_asked(tmp_path, url):
     (lambda m: "not a marker", "not a pytest-privleak entry marker"),
 ])
 def test_a_forged_marker_is_refused(tmp_path, url, edit, problem):
-    _host(url, tmp_path, "host-a").get_or_build(KEY, lambda: [1], _save, _load)
+    _host(url, tmp_path, "host-a").get_or_build(KEY, lambda: [1], save_value, load_value)
     fs, root = fsspec.core.url_to_fs(url)
     marker = json.loads(fs.cat_file(f"{root}/{KEY}/{MARKER}"))
     fs.pipe_file(f"{root}/{KEY}/{MARKER}", json.dumps(edit(marker)).encode())
     b = _host(url, tmp_path, "host-b", on_mismatch="error")
     with pytest.raises(CacheEntryError, match=problem):
-        b.get_or_build(KEY, lambda: pytest.fail("must not build"), _save, _load)
+        b.get_or_build(KEY, lambda: pytest.fail("must not build"), save_value, load_value)
     assert not (tmp_path / "etc").exists() and not (tmp_path / "elsewhere").exists()
 
 
@@ -339,10 +314,10 @@ def test_an_upload_that_fails_leaves_no_copy_that_only_this_host_would_see(tmp_p
 
     monkeypatch.setattr(a.fs, "put_file", refuse)
     with pytest.raises(CacheDirError, match=rf"cannot publish the entry {KEY} \(target cache {url}\).*Fix: "):
-        a.get_or_build(KEY, lambda: [1], _save, _load)
+        a.get_or_build(KEY, lambda: [1], save_value, load_value)
     assert not a.entry(KEY).exists() and not any(f.endswith(MARKER) for f in _remote_files(url))
     monkeypatch.undo()
-    assert a.get_or_build(KEY, lambda: [2], _save, _load) == ([2], False)    # retried, published this time
+    assert a.get_or_build(KEY, lambda: [2], save_value, load_value) == ([2], False)    # retried, published this time
 
 
 # --------------------------------------------------------------------------- exclusive create across backends

@@ -6,11 +6,9 @@ FileExistsError), the marker replaced by a server-side copy, two hosts
 training an entry once, and a tampered object refused. Skipped, with the
 reason, where s3fs or moto's server are not installed.
 """
-import json
 import socket
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -18,6 +16,7 @@ pytest.importorskip("fsspec", reason="the URL cache needs fsspec (pip install 'p
 s3fs = pytest.importorskip("s3fs", reason="s3:// needs s3fs (pip install s3fs)")
 moto_server = pytest.importorskip("moto.server", reason="the S3 tests need moto's server (pip install 'moto[server]')")
 
+from helpers_cache import load_value, save_value  # noqa: E402
 from pytest_privleak.cache import CacheEntryError  # noqa: E402
 from pytest_privleak.cache_lease import create_exclusive, put_atomic, read_bytes  # noqa: E402
 from pytest_privleak.cache_remote import MARKER, RemoteTargetCache  # noqa: E402
@@ -42,15 +41,6 @@ def s3():
     yield options
     server.stop()
     mp.undo()
-
-
-def _save(obj, folder: Path) -> dict:
-    (folder / "value.json").write_text(json.dumps(obj))
-    return {}
-
-
-def _load(folder: Path):
-    return json.loads((folder / "value.json").read_text())
 
 
 def test_one_of_several_racing_hosts_wins_the_conditional_put(s3):
@@ -81,7 +71,7 @@ def test_two_hosts_on_s3_train_once_and_a_tampered_object_is_refused(s3, tmp_pat
 
     def host(name):
         cache = RemoteTargetCache(url, mirror_dir=tmp_path / name, host=name, lease_poll=0.05, storage_options=s3)
-        out[name] = cache.get_or_build(KEY, build, _save, _load)
+        out[name] = cache.get_or_build(KEY, build, save_value, load_value)
 
     threads = [threading.Thread(target=host, args=(n,)) for n in ("h1", "h2")]
     for t in threads:
@@ -95,4 +85,4 @@ def test_two_hosts_on_s3_train_once_and_a_tampered_object_is_refused(s3, tmp_pat
     fs.pipe_file(data, b'{"w": [0, 0]}')
     third = RemoteTargetCache(url, mirror_dir=tmp_path / "h3", host="h3", on_mismatch="error", storage_options=s3)
     with pytest.raises(CacheEntryError, match=rf"{url}/{KEY} is not what was built.*Fix: delete {url}/{KEY}/{MARKER}"):
-        third.get_or_build(KEY, lambda: pytest.fail("must not build"), _save, _load)
+        third.get_or_build(KEY, lambda: pytest.fail("must not build"), save_value, load_value)

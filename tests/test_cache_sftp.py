@@ -21,6 +21,7 @@ fsspec = pytest.importorskip("fsspec",
                              reason="the URL cache needs fsspec (pip install 'pytest-privleak[remote-cache]')")
 pytest.importorskip("paramiko", reason="sftp:// needs paramiko (pip install paramiko)")
 
+from helpers_cache import HOST_PROCESS, load_value, save_value  # noqa: E402
 from pytest_privleak.cache import CacheEntryError  # noqa: E402
 from pytest_privleak.cache_lease import create_exclusive, put_atomic, read_bytes  # noqa: E402
 from pytest_privleak.cache_remote import MARKER, RemoteTargetCache  # noqa: E402
@@ -75,15 +76,6 @@ def sftp(tmp_path_factory):
         proc.wait(timeout=10)
 
 
-def _save(obj, folder: Path) -> dict:
-    (folder / "value.json").write_text(json.dumps(obj))
-    return {}
-
-
-def _load(folder: Path):
-    return json.loads((folder / "value.json").read_text())
-
-
 def test_one_of_several_racing_hosts_wins_the_exclusive_create(sftp):
     url_of, options = sftp
     _, root = fsspec.core.url_to_fs(url_of("race"), **options)
@@ -106,28 +98,10 @@ def test_one_of_several_racing_hosts_wins_the_exclusive_create(sftp):
     assert [p for p in fs.ls(root, detail=False) if ".tmp-" in p] == []
 
 
-_HOST = """
-import json, sys, time
-from pytest_privleak.cache_remote import RemoteTargetCache
-url, mirror, host, log, options = sys.argv[1:6]
-def build():
-    with open(log, "a") as f:
-        f.write(host + "\\n")
-    time.sleep(1.0)
-    return {"by": host}
-def save(obj, folder):
-    (folder / "value.json").write_text(json.dumps(obj))
-    return {}
-cache = RemoteTargetCache(url, mirror_dir=mirror, host=host, lease_poll=0.05, storage_options=json.loads(options))
-obj, loaded = cache.get_or_build("%s", build, save, lambda f: json.loads((f / "value.json").read_text()))
-print(json.dumps({"obj": obj, "loaded": loaded}))
-""" % KEY
-
-
 def test_two_host_processes_on_an_sftp_url_train_once_and_a_tampered_entry_is_refused(sftp, tmp_path):
     url_of, options = sftp
     url, log = url_of("two-hosts"), tmp_path / "built.log"
-    procs = [subprocess.Popen([sys.executable, "-c", _HOST, url, str(tmp_path / f"m-{h}"), h, str(log),
+    procs = [subprocess.Popen([sys.executable, "-c", HOST_PROCESS % KEY, url, str(tmp_path / f"m-{h}"), h, str(log),
                                json.dumps(options)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for h in ("h1", "h2")]
     outs = [p.communicate(timeout=60) for p in procs]
@@ -144,4 +118,4 @@ def test_two_host_processes_on_an_sftp_url_train_once_and_a_tampered_entry_is_re
                               storage_options=options)
     with pytest.raises(CacheEntryError, match=rf"{url}/{KEY} is not what was built.*value.json has sha256.*"
                                               rf"Fix: delete {url}/{KEY}/{MARKER}"):
-        third.get_or_build(KEY, lambda: pytest.fail("must not build"), _save, _load)
+        third.get_or_build(KEY, lambda: pytest.fail("must not build"), save_value, load_value)
