@@ -125,15 +125,7 @@ def corpus():
     return generate_ner_like(n_train=600, n_valid=60, n_test=100, seed=0)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread: these small taggers are overhead-bound, and two threads on a shared CPU spin."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

@@ -19,15 +19,7 @@ PINS = [canary("pin", 4, seed=s) for s in range(4)]
 NEVER_INSERTED = canary("pin", 4, seed=77)   # 2 9 2 4: shares no position with PINS[0]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread: these small models are overhead-bound, and two threads on a shared CPU spin."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
