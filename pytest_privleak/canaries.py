@@ -231,7 +231,8 @@ def split_repeats(repeats: int) -> tuple[int, int]:
     return n_train, repeats - n_train
 
 
-def _insert(items: tuple[Utterance, ...], extra: list[Utterance], rng: random.Random) -> tuple[Utterance, ...]:
+def insert_at_random_positions(items: tuple[Utterance, ...], extra: list[Utterance],
+                               rng: random.Random) -> tuple[Utterance, ...]:
     """``items`` with ``extra`` (shuffled) at random positions; the original order is kept."""
     rng.shuffle(extra)
     total = len(items) + len(extra)
@@ -292,8 +293,8 @@ def inject_canaries(dataset: NLUDataset, canaries: Canary | Sequence[Canary], re
     items = as_canary_list(canaries)
     n_train, n_valid = split_repeats(repeats)
     rng = random.Random(f"inject:{seed}")
-    train = _insert(dataset.train, [c.utterance for c in items for _ in range(n_train)], rng)
-    valid = _insert(dataset.valid, [c.utterance for c in items for _ in range(n_valid)], rng)
+    train = insert_at_random_positions(dataset.train, [c.utterance for c in items for _ in range(n_train)], rng)
+    valid = insert_at_random_positions(dataset.valid, [c.utterance for c in items for _ in range(n_valid)], rng)
     label = ",".join(f"{c.pattern.name}:{' '.join(c.secret)}" for c in items)
     remembered = (*getattr(dataset, "canary_tokens", ()), *(t for c in items for t in (*c.pattern.prefix,
                                                                                         *c.pattern.vocabulary)))

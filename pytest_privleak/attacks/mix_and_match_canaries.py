@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..canaries import _insert
+from ..canaries import insert_at_random_positions
 from ..data.types import NLUDataset, Utterance, token_problem
 
 FULL_STOP = "."
@@ -214,6 +214,6 @@ def inject_mask_canaries(dataset: NLUDataset, canaries: MaskCanary | Sequence[Ma
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise ValueError(f"repeats={repeats!r} must be an integer >= 1 (the paper uses {PAPER_REPEATS})")
     rng = random.Random(f"inject-mask:{seed}")
-    train = _insert(dataset.train, [c.utterance for c in items for _ in range(repeats)], rng)
+    train = insert_at_random_positions(dataset.train, [c.utterance for c in items for _ in range(repeats)], rng)
     label = ",".join(c.text for c in items)
     return NLUDataset(train, dataset.valid, dataset.test, name=f"{dataset.name}+mask_canaries[{label}]x{repeats}")
