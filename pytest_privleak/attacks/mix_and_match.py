@@ -39,7 +39,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import torch
 from torch.nn import functional as F
 
@@ -339,9 +338,3 @@ def mix_and_match(model: Any, canaries: Any, *, method: str = "auto", budget: in
     rankings = tuple(rank_canary(attack_model, c, method=method, budget=budget, batch_size=batch_size,
                                  generator=generator) for c in items)
     return MixAndMatchMeasurement(rankings, method, budget, time.perf_counter() - began)
-
-
-def candidate_ratio_summary(rankings: Sequence[CanaryRanking]) -> tuple[float, float]:
-    """(median, max) over canaries of vocabulary / candidates needed."""
-    ratios = np.array([r.candidate_ratio for r in rankings], dtype=float)
-    return float(np.median(ratios)), float(ratios.max())
