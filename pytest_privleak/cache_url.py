@@ -122,12 +122,19 @@ def default_mirror_dir(url: str) -> Path:
     return Path(xdg) / "pytest-privleak" / tag
 
 
-def open_cache(location: str | os.PathLike, **kwargs):
+def open_cache(location: str | os.PathLike, *, lease_ttl: float | None = None, **kwargs):
     """A :class:`~pytest_privleak.cache.TargetCache` for a folder, a
-    :class:`~pytest_privleak.cache_remote.RemoteTargetCache` for a URL; ``kwargs`` go to it."""
+    :class:`~pytest_privleak.cache_remote.RemoteTargetCache` for a URL; ``kwargs`` go to it.
+
+    ``lease_ttl`` (seconds; ini ``privleak_cache_lease_ttl``) is how long a URL cache's cross-host lease
+    outlives its holder's last heartbeat (``None``: the default); a folder's lock needs none, since it
+    is released when its process dies.
+    """
     if isinstance(location, str) and is_url(location.strip()):
         from .cache_remote import RemoteTargetCache
 
+        if lease_ttl is not None:
+            kwargs["lease_ttl"] = lease_ttl
         return RemoteTargetCache(location.strip(), **kwargs)
     from .cache import TargetCache
 

@@ -6,11 +6,15 @@ so that nothing is counted twice:
 * each test report carries ``report.privleak`` (results, device, seed), which
   xdist ships to the controller as soon as the test ends (so results of tests
   finished before a worker crash survive);
-* at the end, each worker puts a JSON payload (its tests, results, device)
-  in ``config.workeroutput["privleak"]``; the controller reads it in
+* at the end, each worker puts a JSON payload (its tests, results, device,
+  host) in ``config.workeroutput["privleak"]``; the controller reads it in
   ``pytest_testnodedown`` and fills in whatever it has not seen. A worker that
   went down with an error, or without a payload, is recorded as crashed and
-  named in the report, with the test it was running.
+  named in the report, with the test it was running and its host.
+
+Each test and worker names its host (``--tx ssh=h1`` workers: ``h1``; ``-n N``:
+``localhost``), which the controller knows from the worker's spec
+(:mod:`.plugin_hosts`), so a worker that died is still placed.
 
 Results are keyed by (node id, position in the test), so the merged set is
 the same with no xdist, ``-n 2`` and ``-p no:xdist``. Both channels carry
@@ -26,12 +30,14 @@ from __future__ import annotations
 import copy
 import json
 import os
+import socket
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from .placement import HOST_KEY
 from .report.model import decode_result, encode
 from .results import LeakResult
 
@@ -64,12 +70,20 @@ class TestRecord:
     device: str | None = None
     seed: int | None = None
     results: list[dict[str, Any]] = field(default_factory=list)
+    host: str | None = None
+
+
+def _workerinput_of(report: pytest.TestReport) -> dict[str, Any]:
+    return getattr(getattr(report, "node", None), "workerinput", None) or {}
 
 
 def _worker_of(report: pytest.TestReport) -> str | None:
-    node = getattr(report, "node", None)
-    workerinput = getattr(node, "workerinput", None) or {}
-    return workerinput.get("workerid")
+    return _workerinput_of(report).get("workerid")
+
+
+def _host_of(report: pytest.TestReport) -> str | None:
+    """The host the report's worker ran on, as its ``--tx`` spec names it (placed by plugin_hosts)."""
+    return _workerinput_of(report).get(HOST_KEY)
 
 
 class Recorder:
@@ -96,6 +110,7 @@ class Recorder:
             return
         record = self.tests.setdefault(report.nodeid, TestRecord(report.nodeid))
         record.worker = _worker_of(report) or record.worker
+        record.host = _host_of(report) or record.host
         record.device = meta.get("device") or record.device
         record.seed = meta.get("seed", record.seed)
         xfailed = report.skipped and hasattr(report, "wasxfail")  # pytest reports an xfail as skipped
@@ -120,8 +135,10 @@ class WorkerRecorder(Recorder):
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self) -> None:
         # Runs inside xdist's own sessionfinish wrapper, before it sends "workerfinished".
-        payload = {"worker": self.config.workerinput.get("workerid"), "device": self.device_of(),
-                   "gpu": os.environ.get("PRIVLEAK_PINNED_GPU"),
+        workerinput = self.config.workerinput
+        payload = {"worker": workerinput.get("workerid"), "device": self.device_of(),
+                   "gpu": os.environ.get("PRIVLEAK_PINNED_GPU"), "host": workerinput.get(HOST_KEY),
+                   "hostname": socket.gethostname(),
                    "tests": [asdict(t) for t in self.tests.values()]}
         self.config.workeroutput[PAYLOAD_KEY] = json.dumps(encode(payload), allow_nan=False)
 
@@ -156,6 +173,7 @@ class ResultCollector(Recorder):
             self.crashed_tests[worker] = report.nodeid
             record = self.tests.setdefault(report.nodeid, TestRecord(report.nodeid, worker=worker))
             record.outcome = "crashed"
+            record.host = _host_of(report) or record.host
             return
         super().pytest_runtest_logreport(report)
 
@@ -163,12 +181,14 @@ class ResultCollector(Recorder):
     def pytest_testnodedown(self, node, error) -> None:
         """xdist: a worker finished or died; merge its payload, or record it as crashed."""
         worker = node.workerinput["workerid"]
+        host = node.workerinput.get(HOST_KEY)   # from the controller: known even when the worker died
         raw = (getattr(node, "workeroutput", None) or {}).get(PAYLOAD_KEY)
         payload = json.loads(raw) if raw else {}
         for data in payload.get("tests", []):
             record = self.tests.setdefault(data["nodeid"], TestRecord(data["nodeid"], outcome=data["outcome"],
                                                                       duration=data["duration"]))
             record.worker = record.worker or worker
+            record.host = record.host or host
             record.device = record.device or data.get("device")
             record.seed = data.get("seed") if record.seed is None else record.seed
             self.add_results(record, [decode_result(r) for r in data.get("results", [])], replace=False)
@@ -176,7 +196,8 @@ class ResultCollector(Recorder):
         reason = None
         if crashed:
             reason = str(error) if error is not None else "the worker sent no privleak results"
-        self.workers[worker] = {"id": worker, "device": payload.get("device"), "gpu": payload.get("gpu"),
+        self.workers[worker] = {"id": worker, "host": host, "hostname": payload.get("hostname"),
+                                "device": payload.get("device"), "gpu": payload.get("gpu"),
                                 "status": "crashed" if crashed else "ok", "error": reason,
                                 "crashed_test": None}
 
@@ -185,7 +206,8 @@ class ResultCollector(Recorder):
     def build(self) -> dict[str, Any]:
         from .report.model import build_report, make_test_entry
 
-        tests = [make_test_entry(t.nodeid, t.outcome, t.duration, t.worker, t.device, t.seed, t.results)
+        tests = [make_test_entry(t.nodeid, t.outcome, t.duration, t.worker, t.device, t.seed, t.results,
+                                 host=t.host)
                  for t in sorted(self.tests.values(), key=lambda t: t.nodeid)]
         workers = []
         for wid in sorted(self.workers, key=lambda w: (len(w), w)):

@@ -1,8 +1,11 @@
 """Device choice: the ``--privleak-device`` option and the xdist worker -> GPU mapping.
 
 Worker ``gwK`` gets GPU ``K mod count`` (or the K-th entry of an explicit
-device list), so ``pytest -n <gpus>`` puts one worker on each GPU. Parsing and
-mapping are pure functions; only :func:`cuda_device_count` touches torch.
+device list), so ``pytest -n <gpus>`` puts one worker on each GPU. With workers
+on several hosts (``--tx ssh=...``) K is the worker's index on its own host,
+which the controller puts in its ``workerinput`` (:mod:`.placement`); the gw
+number is the fallback. Parsing and mapping are pure functions; only
+:func:`cuda_device_count` touches torch.
 
 How a worker is pinned (decided here, documented in the README): when the
 worker starts (``pytest_configure``) and torch has not been imported yet, the
@@ -22,6 +25,13 @@ import re
 import sys
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
+from typing import Union
+
+from .placement import LOCAL_INDEX_KEY
+
+#: How callers name a worker: its ``workerinput`` (preferred: it carries the per-host index), its id
+#: ``"gwK"``, an index, or ``None`` outside xdist.
+Worker = Union[Mapping, str, int, None]
 
 ACCEPTED = "auto, cpu, cuda or cuda:N (N a GPU index)"
 _DEVICE_RE = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
@@ -50,10 +60,24 @@ def worker_index(worker_id: str | None) -> int | None:
     return None
 
 
-def choose_device(requested: str, worker_id: str | None, cuda_count: int,
+def worker_slot(worker: Worker) -> int | None:
+    """The worker's index on its own host: ``workerinput[LOCAL_INDEX_KEY]`` when the controller placed it
+    (``--tx``, ``-n N``), else the gw number; ``None`` outside xdist."""
+    if isinstance(worker, Mapping):
+        local = worker.get(LOCAL_INDEX_KEY)
+        if isinstance(local, int) and not isinstance(local, bool) and local >= 0:
+            return local
+        return worker_index(worker.get("workerid"))
+    if isinstance(worker, int) and not isinstance(worker, bool):
+        return worker if worker >= 0 else None
+    return worker_index(worker)
+
+
+def choose_device(requested: str, worker: Worker, cuda_count: int,
                   devices: list[str] | None = None) -> str:
-    """Map a request and an xdist worker to a concrete device string (pure; testable with a fake count)."""
-    index = worker_index(worker_id) or 0
+    """Map a request and an xdist worker (see :func:`worker_slot`) to a concrete device string (pure;
+    testable with a fake count)."""
+    index = worker_slot(worker) or 0
     if devices:
         return devices[index % len(devices)]
     if requested == "cpu":
@@ -77,11 +101,11 @@ def cuda_device_count() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-def resolve_device(requested: str, worker_id: str | None, devices: list[str] | None = None) -> str:
-    """The device this process should use."""
+def resolve_device(requested: str, worker: Worker, devices: list[str] | None = None) -> str:
+    """The device this process should use (``worker``: its ``workerinput``, or its id)."""
     if requested == "cpu" and not devices:
         return "cpu"
-    return choose_device(requested, worker_id, cuda_device_count(), devices)
+    return choose_device(requested, worker, cuda_device_count(), devices)
 
 
 # --- counting GPUs without initialising CUDA, and pinning a worker to one ----------------------
@@ -118,16 +142,17 @@ def gpu_count_without_init(environ: Mapping[str, str] | None = None, dev: str | 
     return count
 
 
-def pin_worker_gpu(environ: MutableMapping[str, str], worker_id: str | None, count: int | None,
+def pin_worker_gpu(environ: MutableMapping[str, str], worker: Worker, count: int | None,
                    torch_imported: bool, devices: list[str] | None = None,
                    requested: str = "auto") -> str | None:
-    """Narrow ``CUDA_VISIBLE_DEVICES`` to worker ``gwK``'s GPU (``K mod count``); return the physical id.
+    """Narrow ``CUDA_VISIBLE_DEVICES`` to the worker's GPU (``K mod count``, K its index on its host,
+    see :func:`worker_slot`); return the physical id.
 
     Does nothing (returns ``None``) outside xdist, with an explicit device list, with a
     CPU or fixed-GPU request, with fewer than two GPUs, or once torch is imported (see the
     module docstring for why).
     """
-    index = worker_index(worker_id)
+    index = worker_slot(worker)
     if index is None or devices or requested not in ("auto", "cuda") or torch_imported:
         return None
     if not count or count < 2:
@@ -141,9 +166,9 @@ def pin_worker_gpu(environ: MutableMapping[str, str], worker_id: str | None, cou
     return chosen
 
 
-def pin_this_worker(worker_id: str | None, devices: list[str] | None, requested: str) -> str | None:
-    """:func:`pin_worker_gpu` applied to this process (called by the plugin on an xdist worker)."""
-    return pin_worker_gpu(os.environ, worker_id, gpu_count_without_init(), "torch" in sys.modules,
+def pin_this_worker(worker: Worker, devices: list[str] | None, requested: str) -> str | None:
+    """:func:`pin_worker_gpu` applied to this process (called on an xdist worker with its ``workerinput``)."""
+    return pin_worker_gpu(os.environ, worker, gpu_count_without_init(), "torch" in sys.modules,
                           devices, requested)
 
 

@@ -25,6 +25,7 @@ class Settings:
     save_baseline: Path | None = None
     tolerances: dict[str, float] = field(default_factory=dict)
     allow_missing: bool = False
+    cache_lease_ttl: float | None = None   # seconds; None: the URL cache's default (cache_lease.DEFAULT_LEASE_TTL)
 
 
 def parse_seed(value: object, *, option: str = "--privleak-seed") -> int:
@@ -59,6 +60,27 @@ def parse_tolerances(lines, *, option: str = "privleak_tolerance") -> dict[str, 
                              "with a finite non-negative number, e.g. 'cea.accuracy=0.1' or 'default=0.05'")
         out[key] = tol
     return out
+
+
+LEASE_TTL_INI = "privleak_cache_lease_ttl"
+
+
+def parse_lease_ttl(value: object, *, option: str = f"ini option {LEASE_TTL_INI}") -> float | None:
+    """Seconds a URL cache's cross-host lease outlives its holder's last heartbeat; empty -> ``None`` (default).
+
+    A finite number > 0: a dead host blocks an entry this long at most, and a live one renews every ttl/4.
+    """
+    text = str(value).strip() if value is not None else ""
+    if not text:
+        return None
+    try:
+        ttl = float(text)
+    except ValueError:
+        ttl = float("nan")
+    if not (0 < ttl < float("inf")):
+        raise ValueError(f"{option} = {value!r} is not a number of seconds > 0; write e.g. {LEASE_TTL_INI} = 120 "
+                         "(how long a host that died keeps others from building the entry it held)")
+    return ttl
 
 
 def _path_option(value, option: str, *, kind: str) -> Path | None:
@@ -111,6 +133,7 @@ def read_settings(config) -> Settings:
     except (ValueError, pytest.UsageError) as exc:  # pytest's message does not name the option
         raise ValueError(f"ini option privleak_allow_missing is not a boolean ({exc}); write "
                          "privleak_allow_missing = true (or false)") from None
+    lease_ttl = parse_lease_ttl(config.getini(LEASE_TTL_INI))   # registered by plugin_hosts
     return Settings(device=device, devices=devices, seed=seed, cache_dir=cache_dir, report_dir=report_dir,
                     baseline=baseline, save_baseline=save_baseline, tolerances=tolerances,
-                    allow_missing=allow_missing)
+                    allow_missing=allow_missing, cache_lease_ttl=lease_ttl)

@@ -61,7 +61,7 @@ def test_pinning_narrows_cuda_visible_devices_to_the_workers_gpu():
 
 
 @pytest.mark.parametrize(("kwargs", "why"), [
-    ({"worker_id": None}, "no xdist"),
+    ({"worker": None}, "no xdist"),
     ({"torch_imported": True}, "torch already imported: keep all GPUs, use cuda:K"),
     ({"count": 1}, "one GPU: nothing to split"),
     ({"count": None}, "count unknown"),
@@ -70,7 +70,7 @@ def test_pinning_narrows_cuda_visible_devices_to_the_workers_gpu():
 ])
 def test_pinning_leaves_the_environment_alone_when_it_should(kwargs, why):
     env = {"CUDA_VISIBLE_DEVICES": "0,1"}
-    args = {"worker_id": "gw1", "count": 2, "torch_imported": False, **kwargs}
+    args = {"worker": "gw1", "count": 2, "torch_imported": False, **kwargs}
     assert dev.pin_worker_gpu(env, **args) is None, why
     assert env == {"CUDA_VISIBLE_DEVICES": "0,1"}
 
@@ -127,3 +127,29 @@ def test_controller_counts_gpus_without_importing_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
     count, torch_imported = out.split()
     assert int(count) >= 0 and torch_imported == "False"
+
+
+# --- workers on several hosts: the per-host index decides, the gw number is the fallback -------------
+
+
+def test_a_worker_on_a_second_host_gets_that_hosts_first_gpu_not_the_global_number():
+    # --tx 2*ssh=h1 --tx 2*ssh=h2, two GPUs per host: gw2 is h2's first worker
+    gw2 = {"workerid": "gw2", "privleak_host": "h2", "privleak_local_index": 0}
+    gw3 = {"workerid": "gw3", "privleak_host": "h2", "privleak_local_index": 1}
+    assert dev.worker_slot(gw2) == 0 and dev.worker_slot(gw3) == 1
+    assert [dev.choose_device("auto", w, 2) for w in (gw2, gw3)] == ["cuda:0", "cuda:1"]
+    assert [dev.choose_device("auto", w, 2, ["cuda:1", "cuda:0"]) for w in (gw2, gw3)] == ["cuda:1", "cuda:0"]
+    env = {"CUDA_VISIBLE_DEVICES": "0,1"}
+    assert dev.pin_worker_gpu(env, gw3, 2, torch_imported=False) == "1"
+    env = {"CUDA_VISIBLE_DEVICES": "0,1"}
+    assert dev.pin_worker_gpu(env, gw2, 2, torch_imported=False) == "0"   # the gw number would give GPU 2 mod 2
+
+
+def test_without_a_per_host_index_the_gw_number_is_used_as_before():
+    assert dev.worker_slot({"workerid": "gw5"}) == 5
+    assert dev.worker_slot({"workerid": "gw5", "privleak_local_index": True}) == 5   # not an index
+    assert dev.worker_slot({"workerid": "gw5", "privleak_local_index": -1}) == 5
+    assert dev.worker_slot("gw3") == 3 and dev.worker_slot(2) == 2
+    assert dev.worker_slot(None) is None and dev.worker_slot({}) is None
+    assert dev.choose_device("auto", {"workerid": "gw3"}, 2) == "cuda:1"
+    assert dev.pin_worker_gpu({}, {}, 4, torch_imported=False) is None              # not an xdist worker

@@ -14,7 +14,7 @@ from html import escape
 from typing import Any
 
 from ..results import _fmt
-from .model import EXPECTED_LEAK, figure, is_expected_leak, shown_verdict
+from .model import EXPECTED_LEAK, figure, is_expected_leak, shown_verdict, worker_name
 from .svg import Bar, bar_chart
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -163,7 +163,7 @@ def _details(report: dict[str, Any]) -> str:
                      "ceiling": r.get("ceiling"), "extra": r.get("extra"), "tolerance": r.get("tolerance"),
                      "device": r.get("device"), "seed": r.get("seed"), "target hash": r.get("target_hash"),
                      "test outcome": test["outcome"], "duration (s)": test["duration"],
-                     "worker": test.get("worker")}
+                     "worker": test.get("worker"), "host": test.get("host")}
             rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(json.dumps(v) if isinstance(v, (dict, list)) else v)}"
                            f"</td></tr>" for k, v in facts.items() if v not in (None, {}, ""))
             evidence = json.dumps(r.get("evidence") or {}, indent=2, ensure_ascii=False)
@@ -217,7 +217,7 @@ def _banner(report: dict[str, Any]) -> str:
                          f"{_e(_gate_failures(base))}.</div>")
     for w in crashed:
         where = f' while running {_e(w["crashed_test"])}' if w.get("crashed_test") else ""
-        parts.append(f'<div class="banner warn">Worker {_e(w["id"])} crashed{where}: {_e(w.get("error"))}. '
+        parts.append(f'<div class="banner warn">Worker {_e(worker_name(w))} crashed{where}: {_e(w.get("error"))}. '
                      "Its remaining results are missing from this report.</div>")
     return "".join(parts)
 
@@ -225,7 +225,7 @@ def _banner(report: dict[str, Any]) -> str:
 def render_html(report: dict[str, Any]) -> str:
     """The whole page as a string."""
     run = report["run"]
-    workers = ", ".join(f'{w["id"]} ({w.get("device") or "device not used"}, {w["status"]})'
+    workers = ", ".join(f'{worker_name(w)} ({w.get("device") or "device not used"}, {w["status"]})'
                         for w in run["workers"]) or "none (no xdist)"
     meta = (f'plugin {_e(report["plugin_version"])} \u00b7 report v{_e(report["version"])} \u00b7 '
             f'{_e(report["created"])} \u00b7 seed {_e(run["seed"])} \u00b7 workers: {_e(workers)}')

@@ -3,10 +3,11 @@
 Shape (versioned by :data:`SCHEMA_VERSION`, described by ``schema.json``)::
 
     {"schema": "pytest-privleak/report", "version": 1, "plugin_version": ..., "created": ...,
-     "run": {"seed", "xdist", "workers": [{"id", "device", "gpu", "status", "error", "crashed_test"}]},
+     "run": {"seed", "xdist", "workers": [{"id", "host", "hostname", "device", "gpu", "status", "error",
+                                           "crashed_test"}]},
      "summary": {"tests", "results", "passed", "failed", "measured", "leaking",
                  "expected_leaks", "expected_leaking"},
-     "tests": [{"nodeid", "outcome", "duration", "worker", "device", "seed",
+     "tests": [{"nodeid", "outcome", "duration", "worker", "host", "device", "seed",
                 "results": [{"key", "name", LeakResult fields..., "device", "seed", "target_hash"}]}],
      "baseline": null | {"path", "passed", "compared", "regressions", "improvements", "invalid", "new",
                          "vanished", "allow_missing", "errors", "notes"}}
@@ -15,6 +16,10 @@ A baseline file is such a report whose results' ``tolerance`` is the one that
 gates them, resolved when it was saved (with ``tolerance_source``); see
 :mod:`pytest_privleak.baseline` and :mod:`.baseline_file`. Attack and metric
 names are free strings: a new attack or metric needs no schema change.
+
+``host`` (of a test and a worker) is where the worker ran, as its ``--tx``
+spec names it (``localhost`` for ``-n N``, null without xdist); a worker's
+``hostname`` is what that machine calls itself (null when it died).
 
 A test's ``outcome`` is passed, failed, skipped, xfailed, error or crashed.
 ``failed`` and ``leaking`` leave out failing results of tests marked xfail: those
@@ -117,6 +122,14 @@ def decode_result(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def worker_name(worker: dict[str, Any]) -> str:
+    """``gw2 on host h2`` when the worker's host is known and not this machine, else its id."""
+    from ..placement import LOCAL
+
+    host = worker.get("host")
+    return f"{worker['id']} on host {host}" if host and host != LOCAL else str(worker["id"])
+
+
 def is_expected_leak(outcome: str, result: dict[str, Any]) -> bool:
     """A failing result of a test marked xfail: a leak the team knows about, not counted as a LEAK."""
     return outcome == "xfailed" and result.get("verdict") == "FAIL"
@@ -128,7 +141,7 @@ def shown_verdict(outcome: str, result: dict[str, Any]) -> str:
 
 
 def make_test_entry(nodeid: str, outcome: str, duration: float, worker: str | None, device: str | None,
-               seed: int | None, results: Iterable[dict[str, Any]]) -> dict[str, Any]:
+                    seed: int | None, results: Iterable[dict[str, Any]], *, host: str | None = None) -> dict[str, Any]:
     """One test of the report, its results keyed (duplicate keys in one test get ``#2``, ``#3``...)."""
     entries, seen = [], {}
     for data in results:
@@ -141,8 +154,8 @@ def make_test_entry(nodeid: str, outcome: str, duration: float, worker: str | No
                         "device": target.get("device") or device,
                         "seed": target.get("seed", seed),
                         "target_hash": target_hash(target)})
-    return {"nodeid": nodeid, "outcome": outcome, "duration": duration, "worker": worker, "device": device,
-            "seed": seed, "results": entries}
+    return {"nodeid": nodeid, "outcome": outcome, "duration": duration, "worker": worker, "host": host,
+            "device": device, "seed": seed, "results": entries}
 
 
 def build_report(tests: list[dict[str, Any]], workers: list[dict[str, Any]], *, seed: int,

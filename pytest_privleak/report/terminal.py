@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..results import _fmt
-from .model import shown_verdict
+from .model import shown_verdict, worker_name
 
 
 def result_rows(collected: Iterable) -> list[list[str]]:
@@ -38,7 +38,7 @@ def report_lines(report: dict[str, Any], collected: list, written: dict[str, Pat
     for w in report["run"]["workers"]:
         if w["status"] == "crashed":
             where = f" while running {w['crashed_test']}" if w.get("crashed_test") else ""
-            lines.append(f"worker {w['id']} crashed{where} ({w.get('error')}); its later results are missing")
+            lines.append(f"worker {worker_name(w)} crashed{where} ({w.get('error')}); its later results are missing")
     if report.get("baseline") is not None:
         lines += gate_lines(report["baseline"])
     if "html" in written:
