@@ -12,8 +12,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
-from pathlib import Path
 
 import pytest
 
@@ -21,7 +19,8 @@ fsspec = pytest.importorskip("fsspec",
                              reason="the URL cache needs fsspec (pip install 'pytest-privleak[remote-cache]')")
 pytest.importorskip("paramiko", reason="sftp:// needs paramiko (pip install paramiko)")
 
-from helpers_cache import HOST_PROCESS, load_value, save_value  # noqa: E402
+from helpers_cache import (HOST_PROCESS, SSHD, load_value, make_ssh_keys, save_value, wait_for_port,  # noqa: E402
+                           write_sshd_config)
 from pytest_privleak.cache import CacheEntryError  # noqa: E402
 from pytest_privleak.cache_lease import create_exclusive, put_atomic, read_bytes  # noqa: E402
 from pytest_privleak.cache_remote import MARKER, RemoteTargetCache  # noqa: E402
@@ -30,7 +29,6 @@ from pytest_privleak.cache_remote import MARKER, RemoteTargetCache  # noqa: E402
 # connection dropped while hosts raced; opening is now retried). Run with `-m slow`.
 pytestmark = pytest.mark.slow
 
-SSHD = shutil.which("sshd") or ("/usr/sbin/sshd" if os.path.exists("/usr/sbin/sshd") else None)
 KEY = "5f7a" * 16
 
 
@@ -46,27 +44,16 @@ def sftp(tmp_path_factory):
     if SSHD is None or shutil.which("ssh-keygen") is None:
         pytest.skip("no sshd/ssh-keygen: apt-get install openssh-server to run the SFTP cache tests")
     d = tmp_path_factory.mktemp("sshd")
-    for name in ("host_key", "user_key"):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(d / name)], check=True)
-    shutil.copy(d / "user_key.pub", d / "authorized_keys")
+    make_ssh_keys(d)
     port = _free_port()
-    (d / "sshd_config").write_text(
-        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {d / 'host_key'}\nPidFile {d / 'sshd.pid'}\n"
-        f"AuthorizedKeysFile {d / 'authorized_keys'}\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-        "PermitRootLogin prohibit-password\nStrictModes no\nUsePAM no\nSubsystem sftp internal-sftp\n")
-    if os.geteuid() == 0:
-        Path("/run/sshd").mkdir(exist_ok=True)           # sshd's privilege-separation folder
-    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(d / "sshd_config")], stdout=subprocess.DEVNULL,
+    config = write_sshd_config(d, "127.0.0.1", port)
+    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and proc.poll() is None:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
-        else:
-            pytest.skip(f"sshd did not start: {proc.stderr.read() if proc.poll() is not None else 'timeout'}")
+        problem = wait_for_port("127.0.0.1", port, proc)
+        if problem:
+            proc.terminate()
+            pytest.skip(f"sshd did not start: {problem}: {proc.communicate(timeout=10)[1]}")
         options = {"port": port, "username": os.environ.get("USER") or "root", "key_filename": str(d / "user_key")}
         root = d / "storage"
         root.mkdir()
