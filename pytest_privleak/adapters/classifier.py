@@ -305,30 +305,32 @@ class TransformersClassifier:
         return losses
 
     # -- SequenceScorer -------------------------------------------------------------------------
-    def _id_batch(self, utterances: Sequence[Any]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None,
-                                                             torch.Tensor | None]:
-        encoded = self.pieces.encode([u.tokens for u in utterances])
-        lead, tail = self.pieces.lead, self.pieces.tail
-        rows = [lead + ids + tail for ids in encoded.ids]
-        width = max(len(r) for r in rows)
-        ids = torch.full((len(rows), width), self.pieces.tokenizer.pad_token_id or 0, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, r in enumerate(rows):
-            ids[i, :len(r)] = torch.tensor(r)
-            mask[i, :len(r)] = 1
-        intent_ids = (self._intent_ids([u.intent for u in utterances], len(utterances))
-                      if self.intent_labels is not None else None)
+    def _id_batch(self, encoded: Any, chunk: np.ndarray, intent_ids: torch.Tensor | None,
+                  tag_ids: list[list[int]] | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None,
+                                                            torch.Tensor | None]:
+        """Padded ``[CLS] pieces [SEP]`` ids, attention mask and targets of the rows ``chunk`` (one tensor each)."""
+        lead, tail, pad = self.pieces.lead, self.pieces.tail, self.pieces.pad_id
+        rows = [lead + encoded.ids[i] + tail for i in chunk]
+        lengths = torch.tensor([len(r) for r in rows])
+        width = int(lengths.max())
+        ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], dtype=torch.long)
+        mask = (torch.arange(width) < lengths.unsqueeze(1)).long()
         slot_targets = None
-        if self.slot_labels is not None:
+        if tag_ids is not None:
+            row_of = [k for k, i in enumerate(chunk) for _ in encoded.first[i]]
+            where = [p + len(lead) for i in chunk for p in encoded.first[i]]
             slot_targets = torch.full((len(rows), width), IGNORE, dtype=torch.long)
-            for i, (u, starts) in enumerate(zip(utterances, encoded.first)):
-                positions = torch.tensor(starts, dtype=torch.long) + len(lead)
-                slot_targets[i, positions] = torch.tensor(self._tag_ids(u.tags, i), dtype=torch.long)
-        return ids, mask, intent_ids, slot_targets
+            slot_targets[row_of, where] = torch.tensor([t for i in chunk for t in tag_ids[i]], dtype=torch.long)
+        chosen = None if intent_ids is None else intent_ids[torch.as_tensor(chunk)]
+        return ids, mask, chosen, slot_targets
 
     @torch.no_grad()
     def score(self, utterances: Sequence[Any]) -> np.ndarray:
-        """Training loss of each utterance (lower = more likely), batched by piece length; float64 ``[N]``."""
+        """Training loss of each utterance (lower = more likely), batched by piece length; float64 ``[N]``.
+
+        The utterances are encoded once (word pieces looked up, see ``_pieces``), sorted by length so
+        that a batch pads little, and each batch is built as whole tensors.
+        """
         from ..data.types import Utterance
 
         for i, u in enumerate(utterances):
@@ -337,14 +339,18 @@ class TransformersClassifier:
         out = np.empty(len(utterances), dtype=np.float64)
         if not len(utterances):
             return out
-        lengths = [len(ids) for ids in self.pieces.encode([u.tokens for u in utterances]).ids]
-        order = np.argsort(lengths, kind="stable")
+        encoded = self.pieces.encode([u.tokens for u in utterances])
+        intent_ids = (self._intent_ids([u.intent for u in utterances], len(utterances))
+                      if self.intent_labels is not None else None)
+        tag_ids = ([self._tag_ids(u.tags, i) for i, u in enumerate(utterances)]
+                   if self.slot_labels is not None else None)
+        order = np.argsort([len(ids) for ids in encoded.ids], kind="stable")
         for start in range(0, len(order), self.batch_size):
             chunk = order[start:start + self.batch_size]
-            ids, mask, intent_ids, slot_targets = self._id_batch([utterances[i] for i in chunk])
+            ids, mask, chosen, slot_targets = self._id_batch(encoded, chunk, intent_ids, tag_ids)
             outputs = [self._logits(m, m(input_ids=ids.to(self._device_of(m)), attention_mask=mask.to(self._device_of(m))))
                        for m in self.models]
-            losses = self._row_losses(outputs, intent_ids, slot_targets)
+            losses = self._row_losses(outputs, chosen, slot_targets)
             require_finite(losses, what=f"the training loss of {type(self.models[0]).__name__} on utterances",
                            fix=_FIX_NAN)
             out[chunk] = losses.double().cpu().numpy()

@@ -89,12 +89,10 @@ class _LMScorer:
         return [list(r) for r in self.tokenizer(_texts(utterances), add_special_tokens=True)["input_ids"]]
 
     def _padded(self, rows: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-        width = max(len(r) for r in rows)
-        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, r in enumerate(rows):
-            ids[i, :len(r)] = torch.tensor(r, dtype=torch.long)
-            mask[i, :len(r)] = 1
+        lengths = torch.tensor([len(r) for r in rows])
+        width = int(lengths.max())
+        ids = torch.tensor([list(r) + [self.pad_id] * (width - len(r)) for r in rows], dtype=torch.long)
+        mask = (torch.arange(width) < lengths.unsqueeze(1)).long()
         return ids.to(self.device), mask.to(self.device)
 
     def _check(self, values: torch.Tensor) -> torch.Tensor:
@@ -135,7 +133,8 @@ class CausalLMScorer(_LMScorer):
         for start in range(0, len(order), self.batch_size):
             chunk = order[start:start + self.batch_size]
             ids, mask = self._padded([rows[i] for i in chunk])
-            logits = self.model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
+            # use_cache=False: one scoring pass needs no key/value cache for later generation
+            logits = self.model(input_ids=ids, attention_mask=mask, use_cache=False).logits[:, :-1].float()
             logp = torch.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
             logp = self._check(logp.masked_fill(mask[:, 1:] == 0, 0.0))
             out[chunk] = (-logp.sum(dim=1) / LN2).double().cpu().numpy()
