@@ -232,6 +232,13 @@ class ResultCollector(Recorder):
                                "no report was written, please report this as a bug")
             self._set_exit(session, pytest.ExitCode.INTERNAL_ERROR)
             return
+        self._set_exit(session, self.finish(report))
+
+    def finish(self, report: dict[str, Any]) -> pytest.ExitCode | None:
+        """Gate ``report``, run the report hook, write the files: the exit status the run asks for.
+
+        Also what ``--privleak-merge-reports`` runs on the merged report, so a merge is gated as a run is.
+        """
         status = self._gate(report)
         decided = copy.deepcopy(report["baseline"])
         try:
@@ -246,7 +253,7 @@ class ResultCollector(Recorder):
             status = pytest.ExitCode.USAGE_ERROR  # the baseline to save has unusable keys or no result
         if status is None and self.errors:
             status = pytest.ExitCode.TESTS_FAILED
-        self._set_exit(session, status)
+        return status
 
     @staticmethod
     def _set_exit(session: pytest.Session, status: pytest.ExitCode | None) -> None:

@@ -1,2 +1,226 @@
-"""CI sharding (--privleak-shard=i/n) and merging shard reports (--privleak-merge-reports), issue 11 item 4."""
+"""CI sharding (``--privleak-shard=i/n``) and merging shard reports (``--privleak-merge-reports``), issue 11 item 4.
+
+A shard keeps the tests of its groups (:mod:`pytest_privleak.sharding`) and
+deselects the rest; the report it writes names the shard (``run.shard``), so
+the merge can check that every shard of one split is there exactly once.
+``pytest --privleak-merge-reports DIR...`` collects nothing: it merges the
+shards' report.json (:mod:`report.merge`), and the result is gated, written
+and saved exactly as a normal run's (``ResultCollector.finish``), so one
+merged verdict gates the pull request.
+"""
 from __future__ import annotations
+
+import sys
+
+import pytest
+
+SHARD_KEY = pytest.StashKey[dict]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("privleak")
+    group.addoption("--privleak-shard", dest="privleak_shard", default=None, metavar="I/N",
+                    help="run only shard I of N (1 <= I <= N): tests sharing an xdist_group marker, else a "
+                         "module, stay on one shard; every shard computes the same split")
+    group.addoption("--privleak-shard-durations", dest="privleak_shard_durations", default=None, metavar="PATH",
+                    help="balance the shards by the test durations in this report.json (e.g. main's merged "
+                         "report; pytest-split's .test_durations also works) instead of one unit per test")
+    group.addoption("--privleak-merge-reports", dest="privleak_merge_reports", nargs="+", default=None,
+                    metavar="DIR",
+                    help="collect nothing: merge the report.json of these shard report folders into one report "
+                         "(--privleak-report=DIR), gated by --privleak-baseline as one run")
+
+
+def _shard_settings(config: pytest.Config) -> dict | None:
+    """``{"shard": Shard, "durations": dict | None, "digest": str | None}`` or ``None``; usage errors name the option."""
+    from .sharding import ShardError, parse_shard, read_durations
+
+    value, path = config.getoption("privleak_shard"), config.getoption("privleak_shard_durations")
+    if value is None:
+        if path is not None:
+            raise pytest.UsageError(f"--privleak-shard-durations={path!r} is given without --privleak-shard; add "
+                                    "--privleak-shard=I/N, or leave the durations out")
+        return None
+    try:
+        shard = parse_shard(value)
+        durations, digest = read_durations(path) if path is not None else (None, None)
+    except ShardError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return {"shard": shard, "durations": durations, "digest": digest, "kept": None}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("privleak_merge_reports"):
+        return
+    settings = _shard_settings(config)
+    if settings is not None:
+        config.stash[SHARD_KEY] = settings
+
+
+@pytest.hookimpl(trylast=True)  # after -k/-m: the selected tests are split
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    settings = config.stash.get(SHARD_KEY, None)
+    if settings is None:
+        return
+    from .sharding import group_of, split, xdist_group_names
+
+    plan = split({item.nodeid: group_of(item.nodeid, xdist_group_names(item)) for item in items},
+                 settings["shard"], settings["durations"])
+    settings["kept"] = plan
+    if hasattr(config, "workerinput"):  # the controller prints the shard line; it collects nothing itself
+        config.workeroutput["privleak_shard"] = {"tests": len(items), "kept": len(plan.keep),
+                                                 "groups": plan.groups, "shard_groups": plan.shard_groups}
+    dropped = [item for item in items if item.nodeid not in plan.keep]
+    if dropped:
+        items[:] = [item for item in items if item.nodeid in plan.keep]
+        config.hook.pytest_deselected(items=dropped)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """xdist: the controller learns the split from the first worker that computed it."""
+    settings = node.config.stash.get(SHARD_KEY, None)
+    counts = (getattr(node, "workeroutput", None) or {}).get("privleak_shard")
+    if settings is not None and counts and not settings.get("counts"):
+        settings["counts"] = counts
+
+
+def _counts(config: pytest.Config) -> dict | None:
+    settings = config.stash.get(SHARD_KEY, None)
+    if settings is None:
+        return None
+    plan = settings.get("kept")
+    if plan is not None:
+        return {"tests": None, "kept": len(plan.keep), "groups": plan.groups, "shard_groups": plan.shard_groups}
+    return settings.get("counts")
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session):
+    """An empty shard (more shards than groups) exits 0 with a line saying so, not pytest's silent 5."""
+    settings = session.config.stash.get(SHARD_KEY, None)
+    if settings is not None and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        counts = _counts(session.config)
+        if counts is None or counts["groups"] > 0:  # the run had tests, this shard got none of them
+            session.exitstatus = pytest.ExitCode.OK
+            settings["empty"] = True
+    return (yield)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    settings = config.stash.get(SHARD_KEY, None)
+    if settings is None:
+        return None
+    how = "durations from " + str(config.getoption("privleak_shard_durations")) if settings["digest"] else \
+        "one unit per test"
+    return f"privleak shard {settings['shard']} (groups: xdist_group marker, else module; weights: {how})"
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    config = terminalreporter.config
+    settings = config.stash.get(SHARD_KEY, None)
+    if settings is None:
+        return
+    counts = _counts(config)
+    shard = settings["shard"]
+    if settings.get("empty"):
+        groups = f"the run's {counts['groups']} group(s)" if counts else "the run's groups"
+        terminalreporter.write_line(
+            f"privleak shard {shard} is empty: {groups} (xdist_group markers, else modules) all went to other "
+            f"shards; it exits 0 and its report (if any) holds no tests. The merge of all {shard.count} shards "
+            "gates the run; use fewer shards, or split a module with xdist_group markers", yellow=True, bold=True)
+    elif counts:
+        terminalreporter.write_line(f"privleak shard {shard}: {counts['kept']} test(s) in {counts['shard_groups']} "
+                                    f"of {counts['groups']} group(s)")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_privleak_report(config: pytest.Config, report: dict) -> None:
+    """Name the shard in its report, so the merge can check that it has the whole split."""
+    settings = config.stash.get(SHARD_KEY, None)
+    if settings is not None:
+        report["run"]["shard"] = {"index": settings["shard"].index, "count": settings["shard"].count,
+                                  "durations": settings["digest"]}
+
+
+# --- pytest --privleak-merge-reports DIR... ----------------------------------------------
+
+
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    folders = config.getoption("privleak_merge_reports")
+    if not folders:
+        return None
+    return int(_merge_main(config, [str(f) for f in folders]))
+
+
+class _Section:
+    """The two TerminalReporter methods ``ResultCollector.pytest_terminal_summary`` uses, on a plain writer."""
+
+    def __init__(self, writer) -> None:
+        self._tw = writer
+
+    def section(self, title: str) -> None:
+        self._tw.sep("=", title)
+
+    def write_line(self, line: str, **markup) -> None:
+        self._tw.line(line, **markup)
+
+
+def _merge_main(config: pytest.Config, folders: list[str]) -> pytest.ExitCode:
+    from _pytest.config import create_terminal_writer
+
+    from .collector import ResultCollector, TestRecord
+    from .report.merge import MergeError, load_shard, merge_reports
+    from .report.model import ReportFileError, decode_result, encode
+    from .settings import read_settings
+
+    try:
+        settings = read_settings(config)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if config.getoption("privleak_shard"):
+        raise pytest.UsageError("--privleak-shard and --privleak-merge-reports do not go together: the merge "
+                                "collects nothing; run the shards first, then merge their report folders")
+    writer = create_terminal_writer(config, sys.stdout)
+    baseline = None
+    try:
+        if settings.baseline is not None:
+            from .report.baseline_file import load_baseline
+
+            baseline = load_baseline(settings.baseline)
+        merged = merge_reports([(folder, load_shard(folder)) for folder in folders])
+    except (MergeError, ReportFileError) as exc:
+        written = _refusal(settings, str(exc))
+        raise pytest.UsageError(str(exc) + (f" (also written to {written})" if written else "")) from None
+    collector = ResultCollector(config, settings, baseline)
+    for test in merged["tests"]:
+        collector.tests[test["nodeid"]] = TestRecord(
+            test["nodeid"], test["outcome"], test["duration"], test["worker"], test["device"], test["seed"],
+            [decode_result(r) for r in test["results"]])
+    status = collector.finish(merged)
+    origin = ", ".join(f"{m['folder']} ({m['tests']} tests" + (f", shard {m['shard']})" if m["shard"] else ")")
+                       for m in merged["run"]["merged_from"])
+    writer.line(f"privleak merged {len(merged['tests'])} test(s) from {len(folders)} report(s): {origin}")
+    collector.pytest_terminal_summary(_Section(writer))
+    if status is None and not merged["tests"] and baseline is None:
+        writer.line("privleak merge: the shard reports hold no tests; did the shards select any?", red=True,
+                    bold=True)
+        status = pytest.ExitCode.NO_TESTS_COLLECTED
+    return pytest.ExitCode.OK if status is None else status
+
+
+def _refusal(settings, error: str):
+    """When the merge is refused: a report with no tests whose gate part says why (for CI's job summary)."""
+    from .baseline import failed_comparison
+    from .report.model import build_report, encode
+    from .report.writer import write_report
+
+    if settings.report_dir is None:
+        return None
+    report = build_report([], [], seed=settings.seed, xdist=False)
+    report["baseline"] = encode(failed_comparison("--privleak-merge-reports", error))
+    try:
+        return write_report(report, settings.report_dir)["markdown"]
+    except OSError:
+        return None
