@@ -3,11 +3,15 @@
 actionlint checks it as GitHub would read it (syntax, expressions, contexts,
 action inputs, and the run scripts through shellcheck when that is on PATH);
 the structural tests check what the workflow promises: CPU torch before
-anything else, shards that split the sample project's tests without overlap,
-the target cache restored and saved by content hash, main's baseline as the
-gate of a pull request, and the report uploaded.
+anything else, shards (``--privleak-shard``) that split the sample project's
+tests without overlap, the target cache restored and saved by content hash,
+a merge job after every shard that merges their reports, gates a pull request
+on main's baseline and uploads one report; and the merge step's own script is
+run on shard reports laid out as ``actions/download-artifact`` lays them out.
 """
 import ast
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -63,13 +67,25 @@ def test_actionlint_rejects_a_broken_copy(tmp_path, broken, complaint):
 # --------------------------------------------------------------------------- structure
 
 @pytest.fixture(scope="module")
-def job() -> dict:
+def workflow() -> dict:
     yaml = pytest.importorskip("yaml", reason="PyYAML reads the workflow for the structural checks")
     workflow = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
     triggers = workflow.get("on", workflow.get(True))          # YAML 1.1 reads a bare `on` as True
     assert "pull_request" in triggers and triggers["push"]["branches"] == ["main"]
-    [only] = workflow["jobs"].values()
-    return only
+    assert set(workflow["jobs"]) == {"privacy", "merge"}
+    return workflow
+
+
+@pytest.fixture(scope="module")
+def job(workflow) -> dict:
+    """The shard job."""
+    return workflow["jobs"]["privacy"]
+
+
+@pytest.fixture(scope="module")
+def merge(workflow) -> dict:
+    """The job that merges the shard reports and gates them."""
+    return workflow["jobs"]["merge"]
 
 
 def _step(job: dict, predicate, what: str) -> tuple[int, dict]:
@@ -86,7 +102,9 @@ def _uses(action: str):
     return lambda step: step.get("uses", "").split("@")[0] == action
 
 
-def test_cpu_torch_is_installed_before_anything_else(job):
+@pytest.mark.parametrize("which", ["job", "merge"])
+def test_cpu_torch_is_installed_before_anything_else(request, which):
+    job = request.getfixturevalue(which)
     torch_at, torch = _step(job, lambda s: re.search(r"pip install \S*torch", s.get("run", "")), "installs torch")
     assert "--index-url https://download.pytorch.org/whl/cpu" in torch["run"]
     plugin_at, _ = _step(job, _runs("pip install pytest-privleak"), "installs pytest-privleak")
@@ -95,62 +113,128 @@ def test_cpu_torch_is_installed_before_anything_else(job):
     assert torch_at == installs[0] < plugin_at < pytest_at
 
 
-def test_pytest_writes_the_report_on_each_shard(job):
+def _shard_count(workflow: dict) -> int:
+    return int(workflow["env"]["PRIVLEAK_SHARDS"])
+
+
+def test_each_shard_runs_its_part_and_writes_its_report(workflow, job):
     _, step = _step(job, _runs("python -m pytest"), "runs pytest")
-    assert "--privleak-report" in step["run"] and "-n auto" in step["run"]
-    assert step["env"]["SELECT"] == "${{ matrix.shard.select }}" and '-k "$SELECT"' in step["run"]
+    assert '"--privleak-shard=$SHARD/$PRIVLEAK_SHARDS"' in step["run"] and step["env"]["SHARD"] == "${{ matrix.shard }}"
+    assert "--privleak-report=privleak-report" in step["run"] and "-n auto" in step["run"]
+    assert "--privleak-baseline" not in step["run"] and "--privleak-save-baseline" not in step["run"]  # the merge gates
     assert "GITHUB_STEP_SUMMARY" not in str(step.get("env", {}))   # the plugin appends summary.md there
+    assert job["strategy"]["matrix"]["shard"] == list(range(1, _shard_count(workflow) + 1))
+    assert job["strategy"]["fail-fast"] is False
+    _, upload = _step(job, _uses("actions/upload-artifact"), "uploads the shard's report")
+    assert upload["if"] == "always()" and upload["with"]["path"] == "privleak-report/"
+    assert upload["with"]["name"] == "privleak-report-${{ matrix.shard }}"
 
 
-def _sample_tests() -> list[str]:
-    names = []
+def test_shards_balance_by_the_durations_of_main_s_merged_report(job, merge):
+    fetch_at, fetch = _step(job, _runs("gh run download"), "downloads main's report")
+    assert "--name privleak-baseline" in fetch["run"] and "--branch main" in fetch["run"]
+    assert "exit 1" not in fetch["run"]                 # no report yet: one unit per test, not an error
+    pytest_at, run = _step(job, _runs("python -m pytest"), "runs pytest")
+    assert fetch_at < pytest_at and '"--privleak-shard-durations=$PRIVLEAK_DURATIONS"' in run["run"]
+    _, upload = _step(merge, lambda s: _uses("actions/upload-artifact")(s)
+                      and s["with"]["name"] == "privleak-baseline", "uploads main's baseline")
+    assert upload["with"]["path"] == ".privleak/baseline.json"      # what the shards download
+
+
+def _sample_tests() -> dict[str, str]:
+    """The sample project's test functions (node id -> group), read without importing them."""
+    from pytest_privleak.sharding import group_of
+
+    tests = {}
     for path in sorted((SAMPLE / "tests").glob("test_*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        names += [n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
-    return names
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                nodeid = f"tests/{path.name}::{node.name}"
+                tests[nodeid] = group_of(nodeid)
+    return tests
 
 
-def test_shards_split_the_sample_project_s_tests_without_overlap(job):
-    from _pytest.mark.expression import Expression   # pytest's own -k language
+def test_the_shards_split_the_sample_project_s_tests_without_overlap_or_empty_shards(workflow):
+    from pytest_privleak.sharding import Shard, split
 
-    shards = job["strategy"]["matrix"]["shard"]
-    assert len(shards) >= 2 and job["strategy"]["fail-fast"] is False
     tests = _sample_tests()
     assert len(tests) >= 5
-    for test in tests:
-        keywords = {test, "test_privacy.py", "tests"}
-        hits = [s["name"] for s in shards
-                if Expression.compile(s["select"]).evaluate(lambda word: any(word in k for k in keywords))]
-        assert len(hits) == 1, f"{test} runs on shards {hits}: each test belongs on exactly one shard"
+    count = _shard_count(workflow)
+    kept = [split(tests, Shard(i, count)).keep for i in range(1, count + 1)]
+    assert sorted(n for k in kept for n in k) == sorted(tests)       # each test on exactly one shard
+    assert all(kept), f"a shard of {count} would be empty: the sample project has fewer groups than shards"
 
 
 def test_the_target_cache_is_restored_and_saved_by_content_hash(job):
     restore_at, restore = _step(job, _uses("actions/cache/restore"), "restores the target cache")
     assert restore["with"]["path"] == ".privleak-cache"
-    assert "hashFiles(" in restore["with"]["key"] and "matrix.shard.name" in restore["with"]["key"]
+    assert "hashFiles(" in restore["with"]["key"] and "matrix.shard" in restore["with"]["key"]
     save_at, save = _step(job, _uses("actions/cache/save"), "saves the target cache")
     pytest_at, _ = _step(job, _runs("python -m pytest"), "runs pytest")
     assert restore_at < pytest_at < save_at
     assert save["with"]["key"] == f"${{{{ steps.{restore['id']}.outputs.cache-primary-key }}}}"
-    assert "always()" in save["if"]                     # targets trained by a run whose gate failed are kept
+    assert "always()" in save["if"]                     # targets trained by a run whose tests failed are kept
 
 
-def test_a_pull_request_is_gated_on_the_baseline_of_main_s_last_run(job):
-    fetch_at, fetch = _step(job, _runs("gh run download"), "downloads main's baseline")
+def test_the_merge_job_runs_after_every_shard_even_a_failed_one(merge):
+    assert merge["needs"] == "privacy" and merge["if"] == "always()"
+    download_at, download = _step(merge, _uses("actions/download-artifact"), "downloads the shard reports")
+    assert download["with"]["pattern"] == "privleak-report-*" and download["with"]["path"] == "shards"
+    assert "merge-multiple" not in download["with"]     # one folder per shard: shards/privleak-report-I
+    merge_at, step = _step(merge, _runs("--privleak-merge-reports"), "merges the shard reports")
+    assert download_at < merge_at
+    assert 'shards+=("shards/privleak-report-$i")' in step["run"] and 'seq 1 "$PRIVLEAK_SHARDS"' in step["run"]
+    assert "--privleak-report=privleak-report" in step["run"]
+    _, upload = _step(merge, lambda s: _uses("actions/upload-artifact")(s)
+                      and s["with"]["path"] == "privleak-report/", "uploads the merged report")
+    assert upload["if"] == "always()" and upload["with"]["name"] == "privleak-report"
+    assert "GITHUB_STEP_SUMMARY" not in str(step.get("env", {}))   # the plugin appends summary.md there
+
+
+def test_a_pull_request_is_gated_on_the_baseline_of_main_s_last_run(merge):
+    fetch_at, fetch = _step(merge, _runs("gh run download"), "downloads main's baseline")
     assert fetch["if"] == "github.event_name == 'pull_request'"
     assert "--branch main" in fetch["run"] and "--status success" in fetch["run"]
-    assert '--name "privleak-baseline-$SHARD"' in fetch["run"] and fetch["env"]["SHARD"] == "${{ matrix.shard.name }}"
+    assert "--name privleak-baseline" in fetch["run"]
     assert "exit 1" in fetch["run"]                     # no baseline is an error unless the team allows it
-    pytest_at, run = _step(job, _runs("python -m pytest"), "runs pytest")
-    assert fetch_at < pytest_at and '--privleak-baseline=$PRIVLEAK_BASELINE' in run["run"]
+    merge_at, run = _step(merge, _runs("--privleak-merge-reports"), "merges the shard reports")
+    assert fetch_at < merge_at and '"--privleak-baseline=$PRIVLEAK_BASELINE"' in run["run"]
     assert "--privleak-save-baseline=.privleak/baseline.json" in run["run"]
-    _, upload = _step(job, lambda s: _uses("actions/upload-artifact")(s)
-                      and s["with"]["name"].startswith("privleak-baseline-"), "uploads main's baseline")
-    assert upload["with"]["name"] == "privleak-baseline-${{ matrix.shard.name }}"
-    assert upload["with"]["path"] == ".privleak/baseline.json" and "refs/heads/main" in upload["if"]
+    _, upload = _step(merge, lambda s: _uses("actions/upload-artifact")(s)
+                      and s["with"]["name"] == "privleak-baseline", "uploads main's baseline")
+    assert "refs/heads/main" in upload["if"] and upload["with"]["if-no-files-found"] == "error"
 
 
-def test_the_report_is_uploaded_even_when_the_gate_fails(job):
-    _, upload = _step(job, lambda s: _uses("actions/upload-artifact")(s)
-                      and s["with"]["path"] == "privleak-report/", "uploads the report")
-    assert upload["if"] == "always()" and "matrix.shard.name" in upload["with"]["name"]
+def test_the_merge_step_s_script_merges_and_gates_real_shard_reports(tmp_path, workflow, merge):
+    """Run the merge step's own bash script on shard reports laid out as download-artifact lays them out."""
+    from pytest_privleak.report.model import build_report, make_test_entry
+    from pytest_privleak.report.writer import write_report
+    from pytest_privleak.results import LeakResult
+
+    count = _shard_count(workflow)
+    for i in range(1, count + 1):
+        result = LeakResult("toy", "accuracy", 0.1 * i, threshold=0.5, label=f"r{i}").to_json()
+        report = build_report([make_test_entry(f"tests/test_m{i}.py::test_t", "passed", 1.0, None, None, 0,
+                                               [result])], [], seed=0, xdist=False)
+        report["run"]["shard"] = {"index": i, "count": count, "durations": None}
+        write_report(report, tmp_path / "shards" / f"privleak-report-{i}")
+    _, step = _step(merge, _runs("--privleak-merge-reports"), "merges the shard reports")
+    env = {**os.environ, "PRIVLEAK_SHARDS": str(count), "SAVE_BASELINE": "true",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    saved = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=120)
+    assert saved.returncode == 0, saved.stdout + saved.stderr
+    assert f"privleak merged {count} test(s) from {count} report(s)" in saved.stdout
+    merged = json.loads((tmp_path / "privleak-report" / "report.json").read_text(encoding="utf-8"))
+    assert [t["nodeid"] for t in merged["tests"]] == [f"tests/test_m{i}.py::test_t" for i in range(1, count + 1)]
+    assert (tmp_path / ".privleak" / "baseline.json").is_file()
+    # a pull request: gated on that baseline; one shard's report missing fails the merge by name
+    (tmp_path / "shards" / f"privleak-report-{count}" / "report.json").unlink()
+    env.update(SAVE_BASELINE="false", PRIVLEAK_BASELINE=".privleak/baseline.json")
+    gated = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=120)
+    assert gated.returncode == 4
+    assert f"shards/privleak-report-{count}/report.json does not exist" in gated.stderr
