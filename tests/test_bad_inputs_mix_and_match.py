@@ -124,6 +124,42 @@ def test_target_that_is_several_word_pieces(attack_model):
         measure_mix_and_match(mix_and_match_model(*attack_model), mask_canary("i bought new colours .", "Buy"))
 
 
+# --- exposure of a Mix And Match canary through assert_exposure_below (issue 9 item 4) ---------------------
+
+def test_exposure_method_that_does_not_apply_to_a_mask_canary(attack_model):
+    from pytest_privleak.attacks.exposure import compute_exposure
+
+    with pytest.raises(ValueError, match=r"method='sampled' does not apply to a Mix And Match canary; fix: one of "
+                                         r"\('auto', 'exact', 'mix-and-match'\)"):
+        compute_exposure(mix_and_match_model(*attack_model), TOWELS, method="sampled")
+
+
+def test_exposure_by_mix_and_match_of_a_prefix_canary():
+    from pytest_privleak.attacks.exposure import compute_exposure
+    from pytest_privleak.canaries import canary
+
+    with pytest.raises(ValueError, match=r"method='mix-and-match' .* needs a MaskCanary; fix: pass mask_canary"):
+        compute_exposure(object(), canary("pin", length=2), method="mix-and-match")
+
+
+def test_exposure_of_a_mask_canary_on_a_model_that_is_not_attackable():
+    from pytest_privleak.attacks.exposure_assertion import assert_exposure_below
+
+    with pytest.raises(TypeError, match=r"model must be a transformer-classifier target.*fix: wrap"):
+        assert_exposure_below(object(), TOWELS, max_bits=4.0)
+
+
+def test_exposure_of_a_mask_canary_with_nan_weights(attack_model):
+    from pytest_privleak.attacks.exposure_assertion import measure_exposure
+
+    classifier, base, tokenizer = attack_model
+    broken = copy.deepcopy(classifier)
+    with torch.no_grad():
+        broken.classifier.weight.fill_(float("nan"))
+    with pytest.raises(NonFiniteError, match=r"cross-entropy losses on the candidate fills.*NaN/inf logits"):
+        measure_exposure(mix_and_match_model(broken, base, tokenizer), TOWELS)
+
+
 def test_classifier_with_nan_weights(attack_model):
     classifier, base, tokenizer = attack_model
     broken = copy.deepcopy(classifier)

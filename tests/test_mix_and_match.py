@@ -130,3 +130,70 @@ def test_tied_generator_scores_do_not_lose_the_secret(model, monkeypatch):
     ranking = mix_and_match(attack, TOWELS).rankings[0]
     assert ranking.candidates_needed == (ranking.vocabulary + 1) / 2
     assert ranking.rank == 1.0 and ranking.mix_and_match_rank == 1.0
+
+
+# --------------------------------------------------------------------------- exposure from the rank (§4.3, [5])
+
+def _ranking(method: str, rank: float, rank_range: tuple[int, int], scored: int, vocabulary: int = 512):
+    from pytest_privleak.attacks.mix_and_match import CanaryRanking
+
+    return CanaryRanking(TOWELS, method, rank, rank_range, vocabulary, 1.0, scored, None, None, ())
+
+
+@pytest.mark.parametrize("method, rank, rank_range, scored, bits, low", [
+    # exhaustive search, |V| = 512 = 2^9: exact figures, ties counted against the secret
+    ("exhaustive", 1.0, (1, 1), 512, 9.0, 9.0),                      # first: log2 512 - log2 1
+    ("exhaustive", 3.5, (3, 4), 512, 7.0, 7.0),                      # tied 3rd..4th: rank 4 -> 9 - 2
+    ("exhaustive", 512.0, (512, 512), 512, 0.0, 0.0),                # last
+    ("exhaustive", 256.5, (1, 512), 512, 0.0, 0.0),                  # every token tied: no exposure
+    # Mix And Match pruned 64 candidates: rank 2 among them -> at most 9 - 1 = 8 bits; at worst the
+    # 448 unscored tokens all beat it, rank 450 -> log2(512 / 450) bits
+    ("mix-and-match", 2.0, (2, 2), 64, 8.0, math.log2(512 / 450)),
+    # not among the 63 pruned: rank >= 64 -> at most 9 - 6 = 3 bits, at least 0
+    ("mix-and-match", math.inf, (64, 512), 63, 3.0, 0.0),
+])
+def test_exposure_from_the_rank_by_hand(method, rank, rank_range, scored, bits, low):
+    r = _ranking(method, rank, rank_range, scored)
+    assert r.exposure == pytest.approx(bits, rel=1e-12, abs=1e-12)
+    assert r.exposure_interval == pytest.approx((low, bits), rel=1e-12, abs=1e-12)
+
+
+def test_exposure_gate_fails_on_the_repeated_canary(model):
+    from pytest_privleak.attacks.exposure_assertion import assert_exposure_below
+
+    with pytest.raises(PrivacyLeakError) as info:
+        assert_exposure_below(model, TOWELS, max_bits=4.0, name="towels exposure")
+    result = info.value.result
+    print("\n" + result.explain())
+    vocabulary = result.extra["vocabulary"]
+    # rank 1 of the vocabulary (the rank gate's test above): exposure log2 |V|, the ceiling
+    assert result.value == pytest.approx(math.log2(vocabulary), rel=1e-12)
+    assert result.name == "exposure.exposure_bits" and result.label == "towels exposure"
+    assert result.ceiling == pytest.approx(math.log2(vocabulary), rel=1e-12)
+    assert 1.3 < result.chance < math.log2(math.e)                   # uniform rank over |V| tokens
+    assert result.evidence["method"] == "exhaustive"
+    assert result.interval == (result.value, result.value)
+
+
+def test_exposure_gate_passes_a_never_injected_canary(model):
+    from pytest_privleak.attacks.exposure import compute_exposure
+    from pytest_privleak.attacks.exposure_assertion import assert_exposure_below
+
+    result = assert_exposure_below(model, NEVER, max_bits=4.0, name="never injected exposure")
+    print("\n" + result.explain())
+    m = compute_exposure(model, NEVER)
+    # the figure is the Secret Sharer's formula on the rank that the exhaustive search found
+    assert result.value == pytest.approx(math.log2(m.space_size) - math.log2(m.rank), rel=1e-12)
+    assert result.value < 4.0 and m.rank > m.space_size / 4
+
+
+def test_exposure_by_the_paper_attack_bounds_the_exact_figure(model):
+    """method='mix-and-match' prunes the generator's top `references` candidates: an upper bound on the exact."""
+    from pytest_privleak.attacks.exposure import compute_exposure
+
+    exact = compute_exposure(model, NEVER, method="exact")
+    pruned = compute_exposure(model, NEVER, method="mix-and-match", references=50)
+    assert pruned.method == "mix-and-match" and pruned.n_references == 50
+    assert pruned.interval[0] <= exact.value <= pruned.value == pruned.interval[1]
+    leak = compute_exposure(model, TOWELS, method="mix-and-match", references=300)
+    assert leak.value == pytest.approx(math.log2(leak.space_size), rel=1e-12)   # found first among them

@@ -21,6 +21,14 @@ ceiling ``log2 |R|``.  Three ways to measure it:
   (the Secret Sharer's extrapolation), with a Kolmogorov-Smirnov statistic as
   the fit quality and a bootstrap interval.
 
+A Mix And Match canary (:class:`~.mix_and_match_canaries.MaskCanary`, a
+labelled sentence whose one token is the secret) has the classifier's
+vocabulary as its space: its exposure is ``log2 |V| - log2 rank`` of the
+secret token ranked by the classifier's loss (mix-and-match-text-classifiers
+§4.3, issue 9 item 4), measured by :func:`.mix_and_match.mask_canary_exposure`
+(``method``: ``"auto"``, ``"exact"`` = the exhaustive search, or
+``"mix-and-match"``).
+
 The chance baseline (:func:`chance_exposure`) is the expected exposure of a
 canary the model has not memorised, whose rank is uniform on ``1..|R|``:
 ``E = log2|R| - log2(|R|!)/|R|``, which tends to ``log2 e ~= 1.44`` bits.
@@ -43,7 +51,7 @@ import numpy as np
 from ..stats import clopper_pearson
 
 LOG2E = 1.0 / math.log(2.0)
-METHODS = ("auto", "exact", "sampled", "extrapolated")
+METHODS = ("auto", "exact", "sampled", "extrapolated", "mix-and-match")
 #: Largest space ``method="auto"`` enumerates: covers a 4-digit pin (1e4) and 6 of 12 colours (~3e6).
 DEFAULT_EXACT_BUDGET = 2 ** 22
 DEFAULT_REFERENCES = 4096
@@ -141,9 +149,10 @@ class Exposure:
     chance: float
     interval: tuple[float, float]
     canary_score: float
-    confidence: float = 0.95
+    confidence: float | None = 0.95   # None: the interval is a sure bound, not a statistical one
     fit: dict[str, float] = field(default_factory=dict)
     extra: dict[str, float] = field(default_factory=dict)
+    evidence: dict[str, str] = field(default_factory=dict)   # lines the message adds (which attack ran, ...)
 
 
 def exact_from_scores(scores: np.ndarray, canary_index: int) -> Exposure:
@@ -319,12 +328,18 @@ _INTEGER_ARGUMENTS = {"references": (1, DEFAULT_REFERENCES), "exact_budget": (1,
 def check_arguments(canary: Any, method: str, confidence: float, **integers: Any) -> None:
     """Raise naming the first bad argument of :func:`compute_exposure` and its fix."""
     from ..canaries import Canary
+    from .mix_and_match_canaries import MaskCanary
 
-    if not isinstance(canary, Canary):
-        raise TypeError(f"canary must be a Canary, got {type(canary).__name__}; fix: build one with "
-                        "canary('pin', length=4) (pytest_privleak.canaries)")
+    if not isinstance(canary, (Canary, MaskCanary)):
+        raise TypeError(f"canary must be a Canary or a MaskCanary, got {type(canary).__name__}; fix: build one with "
+                        "canary('pin', length=4) (pytest_privleak.canaries) or mask_canary('i bought new towels .', "
+                        "'Intent') (pytest_privleak.attacks.mix_and_match_canaries)")
     if method not in METHODS:
         raise ValueError(f"method={method!r} is not one of {METHODS}; fix: e.g. method='auto'")
+    if method == "mix-and-match" and not isinstance(canary, MaskCanary):
+        raise ValueError("method='mix-and-match' ranks one token of a labelled sentence and needs a MaskCanary; "
+                         "fix: pass mask_canary('i bought new towels .', 'Intent'), or use method='auto' for "
+                         f"canary {canary.text!r}")
     for name, value in integers.items():
         low, example = _INTEGER_ARGUMENTS[name]
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
@@ -340,11 +355,23 @@ def compute_exposure(target: Any, canary: Any, *, method: str = "auto", referenc
 
     ``method="auto"`` enumerates when ``|V0|^n <= exact_budget``, else extrapolates
     from ``references`` random candidates (the sampled rank is reported beside it).
+    A :class:`~.mix_and_match_canaries.MaskCanary` (``target``: a ``transformer-classifier``
+    target or ``mix_and_match_model(...)``) is ranked over the classifier's vocabulary
+    (:func:`.mix_and_match.mask_canary_exposure`): ``"auto"`` searches it exhaustively
+    when it has at most ``exact_budget`` tokens, ``"exact"`` always does, and
+    ``"mix-and-match"`` prunes the generator's top ``references`` candidates.
     The recorded :class:`~pytest_privleak.results.LeakResult` of this figure is
     ``exposure_assertion.measure_exposure``.
     """
     check_arguments(canary, method, confidence, references=references, exact_budget=exact_budget,
                     batch_size=batch_size, bootstrap=bootstrap, seed=seed)
+    from .mix_and_match_canaries import MaskCanary
+
+    if isinstance(canary, MaskCanary):   # the secret is one token of a labelled sentence
+        from .mix_and_match import mask_canary_exposure
+
+        return mask_canary_exposure(target, canary, method=method, budget=exact_budget, candidates=references,
+                                    batch_size=batch_size)
     pattern = canary.pattern
     base, length, size = len(pattern.vocabulary), pattern.length, pattern.space_size
     if method == "auto":

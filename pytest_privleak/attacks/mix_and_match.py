@@ -24,7 +24,17 @@ search prunes; and the *rank* ("Beam size") of the true token after sorting
 by cross-entropy. Ranks are mid-ranks: ``1 + #lower + #tied / 2`` (the
 expected rank when ties are broken at random), and the tie range
 ``[1 + #lower, 1 + #lower + #tied]`` is reported as the rank's interval.
-Exposure (Carlini et al. 2019, [5]) from the rank: ``log2 |V| - log2 rank``.
+
+Exposure (Carlini et al. 2019, [5], issue 9 item 4) from the rank:
+``log2 |V| - log2 rank`` with the Secret Sharer's rank, ties counted against
+the secret (``1 + #lower + #tied``, as :mod:`.exposure` counts them), so a
+classifier whose loss ignores the token shows 0 bits. The exhaustive search
+gives the exact figure; Mix And Match ranks the secret among the candidates it
+pruned only, a rank no worse than the exact one, so its exposure is an upper
+bound (the gate errs towards failing), and a secret not among them gets the
+most it could have, ``log2 |V| - log2 (pruned + 1)``.
+:func:`mask_canary_exposure` returns it as an :class:`.exposure.Exposure`, so
+that ``assert_exposure_below(model, mask_canary, max_bits)`` gates it.
 
 Everything is batched: one Frankenstein forward per canary, and the
 candidate fills as ``[N, L]`` id tensors through the classifier in chunks.
@@ -229,11 +239,27 @@ class CanaryRanking:
     seconds: float = 0.0
     generator: str = "frankenstein"
     candidates_needed_other: float | None = None   # the same figure from the other generator (§5.2 compares)
+    secret_loss: float = math.nan   # the classifier's cross-entropy with the true token in place
 
     @property
     def exposure(self) -> float:
-        """``log2 |V| - log2 rank`` bits (0 when the true token was not found)."""
-        return 0.0 if math.isinf(self.rank) else max(0.0, math.log2(self.vocabulary) - math.log2(self.rank))
+        """``log2 |V| - log2 rank`` bits, ties counted against the secret (module docstring).
+
+        Mix And Match: an upper bound; a secret not among the candidates pruned gets
+        ``log2 |V| - log2 (scored + 1)``, the most its unknown rank allows.
+        """
+        rank = self.scored + 1 if math.isinf(self.rank) else self.rank_range[1]
+        return max(0.0, math.log2(self.vocabulary) - math.log2(rank))
+
+    @property
+    def exposure_interval(self) -> tuple[float, float]:
+        """Exposure bounds: a point for the exhaustive search; for Mix And Match, the true rank may be
+        worse by every candidate left unscored (``|V| - scored``), or unknown when the secret was not found."""
+        high = self.exposure
+        if math.isinf(self.rank):
+            return 0.0, high
+        worst = min(self.vocabulary, self.rank_range[1] + self.vocabulary - self.scored)
+        return max(0.0, math.log2(self.vocabulary) - math.log2(worst)), high
 
     @property
     def candidate_ratio(self) -> float:
@@ -302,7 +328,7 @@ def rank_canary(model: MixAndMatchModel, canary: MaskCanary, *, method: str = "a
         top = torch.argsort(losses, stable=True)[:guesses]
         return CanaryRanking(canary, "exhaustive", rank, (best, worst), vocabulary, needed, vocabulary, mm, rank,
                              tuple(model.candidate_words[i] for i in top.tolist()), time.perf_counter() - began,
-                             **facts)
+                             **facts, secret_loss=float(losses[true]))
     pruned = order[:min(budget, vocabulary)]                                   # §4.3.2 on the top candidates
     losses = model.class_losses(ids, position, model.candidate_ids[pruned], label, batch_size)
     top = pruned[torch.argsort(losses, stable=True)[:guesses]]
@@ -310,10 +336,13 @@ def rank_canary(model: MixAndMatchModel, canary: MaskCanary, *, method: str = "a
     if len(where):
         rank, best, worst = mid_rank(losses, int(where[0, 0]), lower_is_better=True)
         mm = mid_rank(losses[:reach], int(where[0, 0]), lower_is_better=True)[0] if reach <= len(pruned) else None
+        secret_loss = float(losses[int(where[0, 0])])
     else:
         rank, best, worst, mm = math.inf, len(pruned) + 1, vocabulary, None
+        secret_loss = float(model.class_losses(ids, position, model.candidate_ids[true:true + 1], label, 1)[0])
     return CanaryRanking(canary, "mix-and-match", rank, (best, worst), vocabulary, needed, len(pruned), mm, None,
-                         tuple(model.candidate_words[i] for i in top.tolist()), time.perf_counter() - began, **facts)
+                         tuple(model.candidate_words[i] for i in top.tolist()), time.perf_counter() - began, **facts,
+                         secret_loss=secret_loss)
 
 
 def mix_and_match(model: Any, canaries: Any, *, method: str = "auto", budget: int = DEFAULT_BUDGET,
@@ -338,3 +367,48 @@ def mix_and_match(model: Any, canaries: Any, *, method: str = "auto", budget: in
     rankings = tuple(rank_canary(attack_model, c, method=method, budget=budget, batch_size=batch_size,
                                  generator=generator) for c in items)
     return MixAndMatchMeasurement(rankings, method, budget, time.perf_counter() - began)
+
+
+# --------------------------------------------------------------------------- exposure (issue 9 item 4)
+
+#: ``compute_exposure``'s methods for a :class:`MaskCanary` and the attack each runs.
+EXPOSURE_METHODS = {"auto": "auto", "exact": "exhaustive", "mix-and-match": "mix-and-match"}
+
+
+def mask_canary_exposure(model: Any, canary: MaskCanary, *, method: str = "auto", budget: int,
+                         candidates: int, batch_size: int = DEFAULT_BATCH) -> Any:
+    """Exposure of a Mix And Match canary's secret token, as an :class:`.exposure.Exposure` (module docstring).
+
+    ``method``: ``"auto"`` (the exhaustive search when the filtered vocabulary
+    has at most ``budget`` tokens, else Mix And Match), ``"exact"`` (the
+    exhaustive search, §5.1.4) or ``"mix-and-match"`` (§4.3: the Frankenstein
+    model's top ``candidates`` pruned by the classifier's loss).
+    """
+    from .exposure import Exposure, chance_exposure
+
+    if method not in EXPOSURE_METHODS:
+        raise ValueError(f"method={method!r} does not apply to a Mix And Match canary; fix: one of "
+                         f"{tuple(EXPOSURE_METHODS)} ('auto': the exhaustive search when the vocabulary fits "
+                         "exact_budget, 'exact': exhaustive, 'mix-and-match': the paper's attack, pruning the "
+                         "generator's top `references` candidates)")
+    attack = EXPOSURE_METHODS[method]
+    size = budget if attack == "auto" else candidates
+    r = mix_and_match(model, canary, method=attack, budget=size, batch_size=batch_size).rankings[0]
+    vocabulary = r.vocabulary
+    found = "not among them" if math.isinf(r.rank) else f"rank {r.rank_range[1]} among them (ties against the secret)"
+    evidence = {"rank": (f"{r.rank_range[1]} of {vocabulary} whole-word candidates (ties against the secret)"
+                         if r.method == "exhaustive" else f"{r.scored} of {vocabulary} candidates pruned, {found}; "
+                         "the exposure is an upper bound"),
+                "attack": ATTACK_NAMES[r.method],
+                "guesses": ", ".join(r.guesses)}
+    extra = {"vocabulary": float(vocabulary), "scored": float(r.scored), "mid_rank": float(r.rank),
+             "candidates_needed": float(r.candidates_needed), "candidate_ratio": r.candidate_ratio}
+    rank = None if math.isinf(r.rank) else int(r.rank_range[1])
+    return Exposure(r.exposure, r.method, rank, vocabulary, r.scored, math.log2(vocabulary),
+                    chance_exposure(vocabulary), r.exposure_interval, r.secret_loss, None, extra=extra,
+                    evidence=evidence)
+
+
+ATTACK_NAMES = {"exhaustive": "exhaustive search: classifier cross-entropy of every vocabulary token (§5.1.4)",
+                "mix-and-match": "Mix And Match: Frankenstein-model candidates pruned by classifier cross-entropy "
+                                 "(§4.3)"}

@@ -6,9 +6,12 @@ true token among the attack's guesses, for the most exposed canary (the
 smallest rank): a rank of 1 means the attack reconstructs it first. It must
 stay at least ``min_rank``; a model that has not memorised the canary gives a
 rank near chance, ``(|V| + 1) / 2``. The message adds the exposure
-``log2 |V| - log2 rank`` (bits), the candidates Mix And Match needs against
-the vocabulary size (§5.1.5), and the top-k accuracy over the canaries with
-its Clopper-Pearson interval and chance ``k / |V|``.
+``log2 |V| - log2 rank`` (bits, ties counted against the secret), the
+candidates Mix And Match needs against the vocabulary size (§5.1.5), and the
+top-k accuracy over the canaries with its Clopper-Pearson interval and chance
+``k / |V|``. To gate on the exposure instead of the rank,
+``assert_exposure_below(model, canary, max_bits)`` takes the same model and
+canary (:func:`.mix_and_match.mask_canary_exposure`).
 """
 from __future__ import annotations
 
@@ -18,13 +21,12 @@ from typing import Any
 from ..results import LeakResult, record
 from ..stats import clopper_pearson
 from .exposure_assertion import target_facts
-from .mix_and_match import DEFAULT_BATCH, DEFAULT_BUDGET, CanaryRanking, MixAndMatchMeasurement, mix_and_match
+from .mix_and_match import (ATTACK_NAMES, DEFAULT_BATCH, DEFAULT_BUDGET, CanaryRanking, MixAndMatchMeasurement,
+                            mix_and_match)
 
 REMEDY = ("the classifier's loss tells the canary's secret token from the rest of the vocabulary (it memorised the "
           "sentence): remove repeated or rare sensitive sentences from the training data, fine-tune fewer epochs "
           "with early stopping, or fine-tune with differential privacy (DP-SGD), which §6.4 names as the defence")
-ATTACKS = {"exhaustive": "exhaustive search: classifier cross-entropy of every vocabulary token (§5.1.4, exact rank)",
-           "mix-and-match": "Mix And Match: masked-LM candidates pruned by classifier cross-entropy (§4.3)"}
 
 
 def _check_name(name: Any) -> str | None:
@@ -76,7 +78,7 @@ def _result(model: Any, m: MixAndMatchMeasurement, threshold: float | None, top_
              "candidates_needed": float(worst.candidates_needed), "candidate_ratio": worst.candidate_ratio,
              f"top{top_k}_accuracy": hits / n, f"top{top_k}_ci_low": low, f"top{top_k}_ci_high": high,
              f"top{top_k}_chance": min(1.0, top_k / vocab), "seconds": m.seconds}
-    evidence: dict[str, Any] = {"attack": ATTACKS[worst.method],
+    evidence: dict[str, Any] = {"attack": ATTACK_NAMES[worst.method],
                                 "rank": "mid-rank over ties; the interval is the tie range",
                                 f"top-{top_k}": f"{hits}/{n} canaries (CI {low:.3f} .. {high:.3f}, chance "
                                                f"{min(1.0, top_k / vocab):.3g})"}
