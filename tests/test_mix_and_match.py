@@ -197,3 +197,21 @@ def test_exposure_by_the_paper_attack_bounds_the_exact_figure(model):
     assert pruned.interval[0] <= exact.value <= pruned.value == pruned.interval[1]
     leak = compute_exposure(model, TOWELS, method="mix-and-match", references=300)
     assert leak.value == pytest.approx(math.log2(leak.space_size), rel=1e-12)   # found first among them
+
+
+def test_the_rank_gate_tolerates_one_place_against_a_baseline():
+    """Built-in tolerance of mix-and-match.rank: one place (a tie broken the other way); exposure keeps 1 bit."""
+    from pytest_privleak.baseline import compare, tolerance_for
+
+    assert tolerance_for({"attack": "mix-and-match", "metric": "rank", "tolerance": None}, {}) == 1.0
+    assert tolerance_for({"attack": "exposure", "metric": "exposure_bits", "tolerance": None}, {}) == 1.0
+
+    def report(*values):
+        return {"tests": [{"nodeid": f"t::{i}", "results": [
+            {"key": f"t::{i}::mix-and-match.rank[c]", "attack": "mix-and-match", "metric": "rank", "value": v,
+             "direction": "at_least", "label": "c", "tolerance": None}]} for i, v in enumerate(values)]}
+
+    gate = compare(report(2.0, 1.5, 300.0), report(3.0, 3.0, 302.0), {}, "base.json")
+    # 3 -> 2 (one place) and 302 -> 300 (two places) are compared; only the two-place losses regress
+    assert sorted(c["key"] for c in gate["regressions"]) == ["t::1::mix-and-match.rank[c]",
+                                                             "t::2::mix-and-match.rank[c]"]
