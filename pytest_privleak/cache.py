@@ -40,7 +40,6 @@ import os
 import re
 import shutil
 import socket
-import sys
 import time
 import uuid
 import warnings
@@ -48,6 +47,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
+from . import progress
 from .atomic import publish_dir_atomic, write_text_atomic
 from .cache_lock import (DEFAULT_LOCK_TIMEOUT, DEFAULT_MESSAGE_EVERY, CacheLockTimeout, check_seconds, hold_lock,
                          pid_alive)
@@ -269,7 +269,7 @@ class TargetCache:
         message = f"{what}; it was deleted and the target is being retrained"
         warnings.warn(message, CacheEntryWarning, stacklevel=4)
         logger.warning(message)
-        print(f"[privleak] {message}", file=sys.stderr, flush=True)
+        progress.emit(progress.NOTE, line=f"[privleak] {message}")
         with _explained(folder, "delete a damaged entry"):
             shutil.rmtree(folder)
 
@@ -327,7 +327,7 @@ class TargetCache:
             line = (f"[privleak] removed {len(removed)} staging folder(s) left in {self.root} by an interrupted "
                     f"publish: {', '.join(p.name for p in removed)}")
             logger.warning(line)
-            print(line, file=sys.stderr, flush=True)
+            progress.emit(progress.NOTE, line=line)
         return removed
 
     def _staging_is_stale(self, path: Path) -> bool:

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from . import progress
 from .atomic import write_text_atomic
 
 logger = logging.getLogger("pytest_privleak.cache")
@@ -127,9 +128,17 @@ def _remedy(holder_path: Path, lock_path: Path) -> str:
     return holder.remedy(lock_path)
 
 
-def _notify(line: str) -> None:
+def _holder_short(holder_path: Path) -> str:
+    holder = Holder.read(holder_path)
+    if holder is None:
+        return "a process that has not recorded itself"
+    return f"PID {holder.pid} on {'this host' if holder.on_this_host else 'host ' + holder.host}"
+
+
+def _notify(line: str, *, waited: float, holder: str) -> None:
+    """A "still waiting" line: logged, and a progress event (a stderr line outside pytest, live under it)."""
     logger.warning(line)
-    print(line, file=sys.stderr, flush=True)
+    progress.emit(progress.WAIT, line=line, seconds=waited, source=f"waiting for the lock held by {holder}")
 
 
 @contextlib.contextmanager
@@ -159,7 +168,7 @@ def hold_lock(lock_path: Path, *, timeout: float | None = DEFAULT_LOCK_TIMEOUT,
                     "just training a large target, wait for it or raise TargetCache(lock_timeout=...). Do not "
                     "delete the .lock file: waiters would then hold two locks at once.") from None
             _notify(f"[privleak] waiting {waited:.0f} s for the lock of {what} ({lock_path}), held by "
-                    f"{_holder_text(holder_path)}")
+                    f"{_holder_text(holder_path)}", waited=waited, holder=_holder_short(holder_path))
     try:
         with contextlib.suppress(OSError):   # the record is for humans; a lock without it still excludes
             Holder.mine().write(holder_path)

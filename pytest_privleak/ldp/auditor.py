@@ -373,6 +373,7 @@ def audit(mechanism, *, confidence: float = 0.95, pairs=None, samples: int = 1_0
                        "the stated confidence but rests on less evidence than asked; fix: raise time_budget or "
                        "lower samples/val_samples")
         warnings.warn(LDPAuditWarning(f"LDP audit of {who}: {budget_note}"), stacklevel=2)
+    clock.finish()
     return AuditResult(epsilon_lcb=max(0.0, lcb), point=point, a=a, b=b, k1=k1, k2=k2, samples=done,
                        p1_lower=p1_lo, p2_upper=p2_hi, c=att.c, confidence=confidence, ceiling=ceiling,
                        classifier=classifier, seconds=clock.elapsed, tried=tried,

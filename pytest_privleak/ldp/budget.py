@@ -2,8 +2,9 @@
 
 An audit of a large or slow mechanism can run for many minutes; it must not
 do so silently, and a user may cap it.  :class:`AuditClock` counts the
-samples drawn against the total planned, prints a progress line (samples
-done / total, elapsed, ETA) every ``progress`` seconds once the run is long,
+samples drawn against the total planned, reports progress (samples done /
+total, elapsed, ETA) every ``progress`` seconds once the run is long, as a
+line on stderr outside pytest and live under it (:mod:`pytest_privleak.progress`),
 and tells the search and the final estimate when the ``time_budget`` is
 spent.  A budget never turns into a silent pass: the auditor reports the
 samples it reached and warns (see ``auditor.audit``).
@@ -11,9 +12,10 @@ samples it reached and warns (see ``auditor.audit``).
 from __future__ import annotations
 
 import math
-import sys
 import time
 from typing import TextIO
+
+from .. import progress as _progress
 
 #: Share of the time budget the pair search may use; the rest is kept for the final estimate.
 SEARCH_SHARE = 0.5
@@ -84,9 +86,22 @@ class AuditClock:
             f", time budget {self.budget:g} s ({max(0.0, self.budget - elapsed):.0f} s left)")
         line = (f"privleak ldp [{self.label}]: {self.phase}: {self.done:,}/{self.total:,} samples "
                 f"({100.0 * self.done / self.total:.0f}%), {elapsed:.0f} s elapsed, ETA {eta:.0f} s{budget}")
-        stream = self.stream if self.stream is not None else sys.stderr
-        print(line, file=stream, flush=True)
+        if self.stream is not None:  # an explicit stream gets the plain line whoever shows progress
+            print(line, file=self.stream, flush=True)
+        _progress.emit(_progress.AUDIT, self.target, done=self.done, total=self.total, unit="sample",
+                       eta=eta if math.isfinite(eta) else None, seconds=elapsed, phase=self.phase,
+                       line=None if self.stream is not None else line)
         self.lines += 1
+
+    @property
+    def target(self) -> str:
+        return f"ldp audit {self.label}"
+
+    def finish(self) -> None:
+        """Close the audit's progress: a final event for a run long enough to have reported progress."""
+        if self.lines:
+            _progress.emit(_progress.AUDIT_DONE, self.target, done=self.done, total=self.total, unit="sample",
+                           seconds=self.elapsed)
 
     def search_spent(self) -> bool:
         """True when the search has used its share of the budget (the final estimate keeps the rest)."""

@@ -4,9 +4,9 @@
   naming any unknown key and the accepted ones.
 * :func:`fit` is a seeded mini-batch loop with Adam, optional early stopping
   on the validation loss that restores the best weights (canary-extraction-nlu
-  §6: patience 20 epochs), and one progress line per epoch on stderr (pytest
-  captures it unless ``-s``). Same seed, same data -> bitwise-identical weights
-  on CPU.
+  §6: patience 20 epochs), and one progress event per epoch
+  (:mod:`pytest_privleak.progress`: a line on stderr outside pytest, live
+  progress under it). Same seed, same data -> bitwise-identical weights on CPU.
 * :func:`cached` trains once per content hash (kind, dataset, config, seed,
   device type, :data:`CODE_VERSION`) through :class:`~pytest_privleak.cache.TargetCache`:
   weights as safetensors, everything else as JSON, never a pickle. An entry
@@ -23,7 +23,6 @@ import json
 import logging
 import math
 import numbers
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from typing import Any, TypeVar
 import torch
 from torch import nn
 
+from .. import progress
 from ..cache_manifest import CacheEntryError
 
 #: Bump whenever a change to target or training code changes trained weights;
@@ -157,10 +157,16 @@ class TrainingHistory:
 
 
 class _Progress:
-    """One line per epoch on stderr; pytest captures it unless run with ``-s``."""
+    """Progress of :func:`fit`: one event per epoch (epoch x/y, ETA) through :mod:`pytest_privleak.progress`.
+
+    Without a progress sink each epoch is one line on stderr (pytest captures it
+    unless ``-s``); under pytest the plugin shows it live instead. The ETA
+    assumes every remaining epoch runs (early stopping may end sooner).
+    """
 
     def __init__(self, name: str, epochs: int, enabled: bool) -> None:
         self.name, self.epochs, self.enabled = name, epochs, enabled
+        self.start = time.perf_counter()
 
     def epoch(self, row: dict, best: bool) -> None:
         line = (f"[privleak] {self.name} epoch {row['epoch']}/{self.epochs} train {row['train_loss']:.4f}"
@@ -168,7 +174,10 @@ class _Progress:
                 + (" *" if best else "") + f" ({row['seconds']:.1f}s)")
         logger.info(line)
         if self.enabled:
-            print(line, file=sys.stderr, flush=True)
+            elapsed = time.perf_counter() - self.start
+            eta = elapsed / row["epoch"] * (self.epochs - row["epoch"])
+            progress.emit(progress.EPOCH, self.name, done=row["epoch"], total=self.epochs, eta=eta,
+                          seconds=elapsed, line=line)
 
 
 def fit(
@@ -350,29 +359,56 @@ def load_entry(folder: Path, device: str) -> tuple[dict[str, torch.Tensor], dict
 
 
 def cached(cache, key: str, build: Callable[[], T], save: Callable[[T, Path], dict],
-           load: Callable[[Path], T]) -> tuple[T, bool]:
+           load: Callable[[Path], T], *, name: str | None = None, progress_events: bool = True) -> tuple[T, bool]:
     """``cache.get_or_build``, or just ``build()`` when ``cache`` is None.
 
     The cache verifies an entry before ``load`` runs and treats a
     :class:`CorruptEntryError` from ``load`` like a digest mismatch: the entry
     is never used; it is discarded with a warning and retrained (or an error is
     raised, per ``TargetCache(on_mismatch=...)``).
+
+    With ``progress_events`` the start and end of a training and a load from the
+    cache are reported (:mod:`pytest_privleak.progress`) as the target ``name``
+    (default: the key's first 8 characters), which is also the target of any
+    lock wait on the way.
     """
-    if cache is None:
-        return build(), False
-    return cache.get_or_build(key, build, save, load)
+    label = name or key[:8]
+
+    def timed_build() -> T:
+        if not progress_events:
+            return build()
+        progress.emit(progress.START, label)
+        start = time.perf_counter()
+        try:
+            obj = build()
+        except BaseException:
+            progress.emit(progress.DONE, label, source=progress.FAILED, seconds=time.perf_counter() - start)
+            raise
+        progress.emit(progress.DONE, label, source=progress.TRAINED, seconds=time.perf_counter() - start)
+        return obj
+
+    with progress.target(label):
+        if cache is None:
+            return timed_build(), False
+        obj, loaded = cache.get_or_build(key, timed_build, save, load)
+    if loaded and progress_events:
+        progress.emit(progress.DONE, label, source=progress.LOADED)
+    return obj, loaded
 
 
 def train_or_load(kind: str, config_cls: type, config: dict, dataset, *, device: str, cache, seed: int,
-                  build: Callable[..., Any], save: Callable[..., dict], load: Callable[..., Any]) -> Any:
+                  build: Callable[..., Any], save: Callable[..., dict], load: Callable[..., Any],
+                  progress: bool = True) -> Any:
     """The shared ``train`` of every target: validate the config, key it, then load or build and cache.
 
     ``build(cfg, torch_device, key)`` trains a fresh target; ``load(folder, torch_device)`` rebuilds one.
+    ``progress``: report the training's start and end, or the load from the cache, as ``"<kind> <key[:8]>"``.
     """
     cfg = make_config(config_cls, config, kind=kind)
     torch_device = torch.device(device)
     key = cache_key(kind, dataset, cfg, seed, str(torch_device))
     target, _ = cached(cache, key, build=lambda: build(cfg, torch_device, key), save=save,
-                       load=lambda folder: load(folder, torch_device))
+                       load=lambda folder: load(folder, torch_device), name=f"{kind} {key[:8]}",
+                       progress_events=progress)
     return target
 
