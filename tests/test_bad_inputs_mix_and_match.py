@@ -183,3 +183,10 @@ def test_base_folder_that_does_not_exist(data, tmp_path):
 def test_dataset_that_is_not_a_dataset():
     with pytest.raises(TypeError, match=r"dataset must be an NLUDataset, got list; fix: build one"):
         train_target("transformer-classifier", [("i bought new towels .", "Buy")])
+
+
+@pytest.mark.parametrize("refit_on", ["the public text as one string", [], [["fine"], 3]])
+def test_head_refit_on_something_that_is_not_sentences(attack_model, refit_on):
+    with pytest.raises(TypeError, match=r"refit_on must be a non-empty sequence of public sentences.*fix: e\.g\. "
+                                        r"refit_on=generate_public_corpus"):
+        mix_and_match_model(*attack_model, refit_on=refit_on)

@@ -215,3 +215,36 @@ def test_the_rank_gate_tolerates_one_place_against_a_baseline():
     # 3 -> 2 (one place) and 302 -> 300 (two places) are compared; only the two-place losses regress
     assert sorted(c["key"] for c in gate["regressions"]) == ["t::1::mix-and-match.rank[c]",
                                                              "t::2::mix-and-match.rank[c]"]
+
+
+def _held_out_mlm_loss(franken, tokenizer, sentences) -> float:
+    """Masked-LM loss of ``franken`` on ``sentences`` with one fixed BERT masking (eval mode)."""
+    from pytest_privleak.targets.tiny_bert import mask_tokens
+
+    enc = tokenizer([list(s) for s in sentences], is_split_into_words=True, padding=True, return_tensors="pt")
+    special = torch.isin(enc["input_ids"], torch.tensor(tokenizer.all_special_ids)) | (enc["attention_mask"] == 0)
+    inputs, labels = mask_tokens(enc["input_ids"], special, len(tokenizer), 0.15, torch.Generator().manual_seed(9))
+    with torch.no_grad():
+        return float(franken(input_ids=inputs, attention_mask=enc["attention_mask"], labels=labels).loss)
+
+
+def test_head_refit_on_public_sentences_fits_the_fine_tuned_encoder(model):
+    """§4.3.1's option: the head re-fit on public text, encoder frozen; same numbers twice."""
+    from pytest_privleak.attacks.mix_and_match import mix_and_match_model
+    from pytest_privleak.data.public_corpus import generate_public_corpus
+
+    public, held_out = generate_public_corpus(400, seed=5), generate_public_corpus(200, seed=6)
+    plain = mix_and_match_model(model.classifier, model.generator, model.tokenizer)
+    refit = mix_and_match_model(model.classifier, model.generator, model.tokenizer, refit_on=public)
+    again = mix_and_match_model(model.classifier, model.generator, model.tokenizer, refit_on=public)
+    assert plain.refit_losses == [] and len(refit.refit_losses) == 2 and refit.refit_losses == again.refit_losses
+    encoder = {k: v for k, v in model.classifier.base_model.state_dict().items() if not k.startswith("pooler.")}
+    for name, tensor in refit.frankenstein.base_model.state_dict().items():
+        assert torch.equal(tensor, encoder[name]), name                   # the encoder stays the fine-tuned one
+    assert not torch.equal(refit.frankenstein.get_output_embeddings().weight,
+                           plain.frankenstein.get_output_embeddings().weight)
+    before = _held_out_mlm_loss(plain.frankenstein, model.tokenizer, held_out)
+    after = _held_out_mlm_loss(refit.frankenstein, model.tokenizer, held_out)
+    print(f"\nheld-out masked-LM loss of the Frankenstein model: base head {before:.3f}, re-fit head {after:.3f}")
+    assert after < before
+    assert not any(p.requires_grad for p in refit.frankenstein.parameters())

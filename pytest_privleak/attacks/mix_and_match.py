@@ -95,6 +95,53 @@ def frankenstein(classifier: Any, generator: Any) -> Any:
     return model.to(next(classifier.parameters()).device)
 
 
+def refit_head(model: Any, tokenizer: Any, sentences: Any, *, epochs: int = 2, lr: float = 1e-3, seed: int = 0,
+               batch_size: int = 64) -> list[float]:
+    """§4.3.1's option: fine-tune the Frankenstein ``model``'s generation head on public ``sentences``.
+
+    "an adversary or auditor has the option to fine-tune the Frankenstein
+    model using a publicly available dataset, re-establishing the connection.
+    It is advisable to only fine-tune the generation head while freezing the
+    base model": the (fine-tuned) encoder stays frozen, every head weight
+    (transform, decoder, bias) learns BERT's masked-LM objective (15 %,
+    80/10/10) with AdamW; seeded. Returns the mean loss of each epoch.
+    """
+    from ..targets.tiny_bert import mlm_epochs
+    from ..targets.training import seeded
+
+    rows = [s.split() if isinstance(s, str) else list(s) for s in sentences]
+    enc = tokenizer(rows, is_split_into_words=True, padding=True, truncation=True,
+                    max_length=getattr(model.config, "max_position_embeddings", 512), return_tensors="pt")
+    ids, attention = enc["input_ids"], enc["attention_mask"]
+    special = torch.isin(ids, torch.tensor(tokenizer.all_special_ids)) | (attention == 0)
+    prefix = model.base_model_prefix + "."
+    head = [p for name, p in model.named_parameters() if not name.startswith(prefix)]
+    for p in head:
+        p.requires_grad_(True)
+    device = next(model.parameters()).device
+    with seeded(seed, device):
+        optimizer = torch.optim.AdamW(head, lr=lr, weight_decay=0.01)
+        losses = mlm_epochs(model, optimizer, ids.to(device), attention.to(device), special.to(device),
+                            len(tokenizer), epochs=epochs, batch_size=batch_size, mask_probability=0.15,
+                            generator=torch.Generator().manual_seed(seed))
+    model.eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return losses
+
+
+def _check_refit(refit_on: Any) -> Any:
+    if refit_on is None:
+        return None
+    if isinstance(refit_on, (str, bytes)) or not isinstance(refit_on, Sequence) or len(refit_on) < 1 \
+            or not all(isinstance(s, str) or (isinstance(s, Sequence) and all(isinstance(t, str) for t in s))
+                       for s in refit_on):
+        raise TypeError(f"refit_on must be a non-empty sequence of public sentences (strings or token lists), got "
+                        f"{type(refit_on).__name__}; fix: e.g. refit_on=generate_public_corpus(2000) "
+                        "(pytest_privleak.data.public_corpus), or None for the paper's default (no re-fit)")
+    return refit_on
+
+
 def is_punctuation(word: str) -> bool:
     """§4.3.2 filter (b): a token made only of punctuation or symbols."""
     return all(c in string.punctuation or not c.isalnum() for c in word)
@@ -105,13 +152,20 @@ class MixAndMatchModel:
 
     ``candidates`` are the filtered vocabulary (§4.3.2): whole-word single
     pieces (no ``##`` continuations, no special tokens), no punctuation.
+    ``refit_on``: public sentences to re-fit the Frankenstein's head on
+    (:func:`refit_head`, §4.3.1's option); None (default) keeps the base head.
     """
 
-    def __init__(self, classifier: Any, generator: Any, tokenizer: Any, *, describe: dict | None = None) -> None:
+    def __init__(self, classifier: Any, generator: Any, tokenizer: Any, *, describe: dict | None = None,
+                 refit_on: Any = None) -> None:
         from ..adapters._pieces import WordPieces
 
+        refit_on = _check_refit(refit_on)
         self.classifier = classifier.eval()
         self.frankenstein = frankenstein(classifier, generator)
+        #: the head re-fit's epoch losses (empty: the base head as it was, the paper's default)
+        self.refit_losses: list[float] = ([] if refit_on is None
+                                          else refit_head(self.frankenstein, tokenizer, refit_on))
         self.base_lm = generator.eval()
         self.pieces = WordPieces(tokenizer)
         self.tokenizer = tokenizer
@@ -206,10 +260,11 @@ def as_attack_model(model: Any) -> MixAndMatchModel:
                     "your fine-tuned classifier with mix_and_match_model(...)")
 
 
-def mix_and_match_model(classifier: Any, base_mlm: Any, tokenizer: Any) -> MixAndMatchModel:
+def mix_and_match_model(classifier: Any, base_mlm: Any, tokenizer: Any, *, refit_on: Any = None) -> MixAndMatchModel:
     """The attack view of your own fine-tuned classifier: ``classifier`` (AutoModelForSequenceClassification),
-    ``base_mlm`` (AutoModelForMaskedLM of the checkpoint it was fine-tuned from) and their ``tokenizer``."""
-    return MixAndMatchModel(classifier, base_mlm, tokenizer)
+    ``base_mlm`` (AutoModelForMaskedLM of the checkpoint it was fine-tuned from) and their ``tokenizer``;
+    ``refit_on``: public sentences to re-fit the Frankenstein's head on, encoder frozen (§4.3.1's option)."""
+    return MixAndMatchModel(classifier, base_mlm, tokenizer, refit_on=refit_on)
 
 
 # --------------------------------------------------------------------------- ranks
