@@ -23,9 +23,13 @@ Fine-tuning follows §5.1.2: AdamW, weight decay 0.01, batch size 32, 10
 epochs, early stopping on the validation loss. One departure: the paper's
 learning rate 1e-6 is for BERT-base (110 M parameters) on 10,000 examples;
 the tiny base does not learn the intents at that rate in 10 epochs, so
-``lr=None`` means 1e-3 for the tiny BERT (measured: 1e-4 leaves the training
-loss at 1.3 after 10 epochs, 1e-3 reaches 0.03) and 5e-5 (Devlin et al.'s
+``lr=None`` means 1e-3 for the tiny BERT and 5e-5 (Devlin et al.'s
 fine-tuning rate) for a pretrained directory; pass ``lr=1e-6`` for the paper's.
+Measured on the tiny BERT (800 utterances, five canaries with contradicting
+labels said 10 times, 10 epochs): the final training loss is 0.04 at 1e-3,
+0.65 at 3e-4, 1.34 at 1e-4 and 1.94 at 1e-6, the chance loss ln 7 (nothing
+learnt); the canaries rank 1 of 584 at 1e-3 only (ranks 1-58 at 3e-4, 33-569
+at 1e-6, where the Frankenstein model proposes what the base LM does).
 Trained once per content hash (dataset, config, seed, base weights, code
 version) through the shared cache; every model is stored with
 ``save_pretrained`` as safetensors, never a pickle.
