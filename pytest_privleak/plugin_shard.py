@@ -18,7 +18,7 @@ SHARD_KEY = pytest.StashKey[dict]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("privleak")
+    group = parser.getgroup("privleak", "privacy leakage assertions (pytest-privleak)")
     group.addoption("--privleak-shard", dest="privleak_shard", default=None, metavar="I/N",
                     help="run only shard I of N (1 <= I <= N): tests sharing an xdist_group marker, else a "
                          "module, stay on one shard; every shard computes the same split")
@@ -69,8 +69,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                  settings["shard"], settings["durations"])
     settings["kept"] = plan
     if hasattr(config, "workerinput"):  # the controller prints the shard line; it collects nothing itself
-        config.workeroutput["privleak_shard"] = {"tests": len(items), "kept": len(plan.keep),
-                                                 "groups": plan.groups, "shard_groups": plan.shard_groups}
+        config.workeroutput["privleak_shard"] = {"kept": len(plan.keep), "groups": plan.groups,
+                                                 "shard_groups": plan.shard_groups}
     dropped = [item for item in items if item.nodeid not in plan.keep]
     if dropped:
         items[:] = [item for item in items if item.nodeid in plan.keep]
@@ -92,7 +92,7 @@ def _counts(config: pytest.Config) -> dict | None:
         return None
     plan = settings.get("kept")
     if plan is not None:
-        return {"tests": None, "kept": len(plan.keep), "groups": plan.groups, "shard_groups": plan.shard_groups}
+        return {"kept": len(plan.keep), "groups": plan.groups, "shard_groups": plan.shard_groups}
     return settings.get("counts")
 
 
@@ -172,7 +172,7 @@ def _merge_main(config: pytest.Config, folders: list[str]) -> pytest.ExitCode:
 
     from .collector import ResultCollector, TestRecord
     from .report.merge import MergeError, load_shard, merge_reports
-    from .report.model import ReportFileError, decode_result, encode
+    from .report.model import ReportFileError, decode_result
     from .settings import read_settings
 
     try:

@@ -126,7 +126,7 @@ def _duration(nodeid: str, durations: Mapping[str, float]) -> float | None:
     return durations.get(base) if base else None
 
 
-def test_weights(nodeids: list[str], durations: Mapping[str, float] | None) -> dict[str, float]:
+def estimated_costs(nodeids: list[str], durations: Mapping[str, float] | None) -> dict[str, float]:
     """Estimated cost of each test: one unit each without durations; with them, the recorded seconds
     (a test the file does not know costs the mean of those it knows)."""
     if not durations:
@@ -135,9 +135,6 @@ def test_weights(nodeids: list[str], durations: Mapping[str, float] | None) -> d
     found = [d for d in known.values() if d is not None]
     mean = sum(found) / len(found) if found else 1.0
     return {n: (mean if d is None else d) for n, d in known.items()}
-
-
-test_weights.__test__ = False  # not a pytest test
 
 
 # --- the split --------------------------------------------------------------------------
@@ -181,7 +178,7 @@ def split(tests: Mapping[str, str], shard: Shard, durations: Mapping[str, float]
     groups: dict[str, list[str]] = {}
     for nodeid in nodeids:
         groups.setdefault(tests[nodeid], []).append(nodeid)
-    weights = test_weights(nodeids, durations)
+    weights = estimated_costs(nodeids, durations)
     mine = assign_groups(groups, shard.count, weights)[shard.index - 1]
     keep = frozenset(n for g in mine for n in groups[g])
     return Split(shard, keep, len(groups), len(mine), sum(weights[n] for n in sorted(keep)),

@@ -7,7 +7,6 @@ import pytest
 from pytest_privleak.report.merge import MergeError, load_shard
 from pytest_privleak.sharding import ShardError, parse_shard, read_durations
 
-pytest_plugins = ["pytester"]
 SHARD_FIX = r"write --privleak-shard=I/N with whole numbers 1 <= I <= N"
 
 

@@ -166,3 +166,30 @@ def test_a_test_with_another_outcome_in_a_second_folder_is_refused(runs):
     with pytest.raises(MergeError, match=r"test 'test_alpha.py::test_figure\[0\]' is in full \(passed\) and in "
                                          r"other \(failed\) with different outcomes"):
         merge_reports([("full", report(runs, "full")), ("other", other)])
+
+
+# --------------------------------------------------------------------------- the sample project
+
+
+@pytest.mark.slow
+def test_the_sample_project_in_three_shards_merges_to_its_unsharded_report(tmp_path):
+    """The sample project (a copy, with its warm target cache) run whole and as --privleak-shard=1/3..3/3."""
+    from pathlib import Path
+
+    sample = Path(__file__).resolve().parents[1] / "sample_project"
+    project = tmp_path / "sample_project"
+    shutil.copytree(sample, project, ignore=shutil.ignore_patterns("privleak-report*", "__pycache__", ".pytest_cache"))
+    whole = run_pytest(project, "--privleak-report=whole", "--privleak-save-baseline=baseline.json")
+    assert whole.returncode == OK, whole.stdout + whole.stderr
+    shards = run_many(project, _shards("s", 3), workers=2)
+    for name, result in shards.items():
+        assert result.returncode == OK, (name, result.stdout, result.stderr)
+    merged = run_pytest(project, "--privleak-merge-reports", "s1", "s2", "s3", "--privleak-report=merged",
+                        "--privleak-baseline=baseline.json")
+    assert merged.returncode == OK, merged.stdout + merged.stderr
+    ours, theirs = read_report(project / "merged"), read_report(project / "whole")
+    assert len(ours["tests"]) == len(theirs["tests"]) >= 10
+    assert all(len(read_report(project / f"s{i}")["tests"]) > 0 for i in (1, 2, 3))
+    ours["baseline"] = None                                  # the whole run was not gated
+    assert comparable(ours) == comparable(theirs)
+    assert f"privleak baseline gate passed: {ours['summary']['results']} result(s) compared" in merged.stdout

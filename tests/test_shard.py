@@ -4,11 +4,10 @@ import random
 
 import pytest
 
-from pytest_privleak.sharding import (Shard, assign_groups, group_of, parse_shard, split, test_weights)
+from pytest_privleak.sharding import Shard, assign_groups, estimated_costs, group_of, parse_shard, split
 
 from helpers_shard import MODULES, make_project, read_report
 
-pytest_plugins = ["pytester"]
 
 
 # --------------------------------------------------------------------------- the split, by hand
@@ -28,7 +27,7 @@ def test_greedy_largest_first_to_the_least_loaded_shard():
     """By hand: sizes 4,3,3,2,2 on 3 shards -> 4 | 3+2 | 3+2 (ties go to the shard with fewer tests, then the lower)."""
     groups = {"a": ["a1", "a2", "a3", "a4"], "b": ["b1", "b2", "b3"], "c": ["c1", "c2", "c3"], "d": ["d1", "d2"],
               "g": ["g1", "g2"]}
-    weights = test_weights([n for ids in groups.values() for n in ids], None)
+    weights = estimated_costs([n for ids in groups.values() for n in ids], None)
     assert set(weights.values()) == {1.0}
     assert assign_groups(groups, 3, weights) == [["a"], ["b", "d"], ["c", "g"]]
     # with durations, a heavy group is alone and the light ones fill the other shards
@@ -37,10 +36,12 @@ def test_greedy_largest_first_to_the_least_loaded_shard():
 
 
 def test_durations_weigh_tests_and_unknown_tests_cost_the_mean():
-    weights = test_weights(["t.py::a", "t.py::b", "t.py::c@grp"], {"t.py::a": 1.0, "t.py::b": 3.0, "t.py::c": 5.0})
+    durations = {"t.py::a": 1.0, "t.py::b": 3.0, "t.py::c": 5.0}
+    weights = estimated_costs(["t.py::a", "t.py::b", "t.py::c@grp"], durations)
     assert weights == {"t.py::a": 1.0, "t.py::b": 3.0, "t.py::c@grp": 5.0}   # xdist loadgroup's @suffix
-    assert test_weights(["t.py::a", "t.py::new"], {"t.py::a": 1.0, "t.py::b": 3.0}) == {"t.py::a": 1.0,
-                                                                                      "t.py::new": 1.0}
+    # t.py::new is unknown: it costs the mean of the known tests collected (only t.py::a here)
+    assert estimated_costs(["t.py::a", "t.py::new"], durations) == {"t.py::a": 1.0, "t.py::new": 1.0}
+    assert estimated_costs(["t.py::a", "t.py::b", "t.py::new"], durations)["t.py::new"] == 2.0
 
 
 def test_the_split_covers_every_test_once_keeps_groups_and_ignores_input_order():
