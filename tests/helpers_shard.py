@@ -62,16 +62,19 @@ def make_project(folder: Path) -> list[str]:
     return sorted(ids)
 
 
-def run_pytest(folder: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def run_pytest(folder: Path, *args: str, env: dict[str, str] | None = None,
+               timeout: float = 300) -> subprocess.CompletedProcess:
     """``python -m pytest ARGS`` in ``folder`` (a subprocess, as CI runs it)."""
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=folder,
-                          env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=300)
+                          env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=timeout)
 
 
-def run_many(folder: Path, runs: dict[str, tuple], workers: int = 3) -> dict[str, subprocess.CompletedProcess]:
+def run_many(folder: Path, runs: dict[str, tuple], workers: int = 3,
+             timeout: float = 300) -> dict[str, subprocess.CompletedProcess]:
     """Several independent runs at once (``name -> (args, env)``); the machine waits less on start-up."""
     with ThreadPoolExecutor(workers) as pool:
-        futures = {name: pool.submit(run_pytest, folder, *args, env=env) for name, (args, env) in runs.items()}
+        futures = {name: pool.submit(run_pytest, folder, *args, env=env, timeout=timeout)
+                   for name, (args, env) in runs.items()}
         return {name: future.result() for name, future in futures.items()}
 
 

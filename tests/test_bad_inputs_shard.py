@@ -75,3 +75,19 @@ def test_bad_shard_reports(tmp_path, content, problem):
         load_shard(tmp_path)
     with pytest.raises(MergeError, match=r"nowhere is not a folder; give the folders the shard jobs wrote"):
         load_shard(tmp_path / "nowhere")
+
+
+def test_a_merge_with_an_unreadable_baseline_is_refused_and_says_so_in_the_report(pytester):
+    (pytester.path / "shard").mkdir()
+    (pytester.path / "shard" / "report.json").write_text(json.dumps(_report()), encoding="utf-8")
+    result = pytester.runpytest_subprocess("--privleak-merge-reports", "shard", "--privleak-baseline=gone.json",
+                                           "--privleak-report=merged")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*privleak baseline gone.json does not exist; regenerate it on the main branch*"])
+    assert "gone.json does not exist" in (pytester.path / "merged" / "summary.md").read_text(encoding="utf-8")
+
+
+def test_shard_and_merge_options_together_are_refused(pytester):
+    result = pytester.runpytest_subprocess("--privleak-shard=1/2", "--privleak-merge-reports", "a")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--privleak-shard and --privleak-merge-reports do not go together*"])
