@@ -146,19 +146,27 @@ def hold_lock(lock_path: Path, *, timeout: float | None = DEFAULT_LOCK_TIMEOUT,
               message_every: float = DEFAULT_MESSAGE_EVERY, what: str = "a cache entry") -> Iterator[None]:
     """Hold the file lock at ``lock_path`` for the block, recording this process as its holder.
 
-    While waiting, prints a line every ``message_every`` seconds naming the
-    holder; after ``timeout`` seconds (None: never) raises :class:`CacheLockTimeout`.
+    While waiting, reports a progress event at once and a line every
+    ``message_every`` seconds naming the holder; after ``timeout`` seconds
+    (None: never) raises :class:`CacheLockTimeout`.
     ``OSError`` from creating the lock file propagates for the caller to explain.
     """
     holder_path = lock_path.with_name(lock_path.name + ".holder.json")
     lock = FileLock(str(lock_path))
     start = time.monotonic()
-    while True:
+    try:
+        lock.acquire(timeout=0)
+        acquired = True
+    except Timeout:  # say so at once (no stderr line): a live display shows who is being waited for
+        acquired = False
+        progress.emit(progress.WAIT, seconds=0.0,
+                      source=f"waiting for the lock held by {_holder_short(holder_path)}")
+    while not acquired:
         waited = time.monotonic() - start
         step = message_every if timeout is None else min(message_every, max(timeout - waited, 0.0))
         try:
             lock.acquire(timeout=step, poll_interval=0.05)
-            break
+            acquired = True
         except Timeout:
             waited = time.monotonic() - start
             if timeout is not None and waited >= timeout:

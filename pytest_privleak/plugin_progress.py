@@ -36,7 +36,7 @@ MODES = ("auto", "live", "lines", "off")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("privleak")
+    group = parser.getgroup("privleak", "privacy leakage assertions (pytest-privleak)")
     group.addoption("--privleak-progress", dest="privleak_progress", default=None, choices=MODES,
                     help="live progress of target training and long LDP audits: auto (default: rewritten in place "
                          "on a terminal, a few plain lines otherwise), live, lines, or off; -q shows only each "
@@ -242,12 +242,14 @@ class ControllerProgress:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         from .progress_channel import REPORT_ATTR
 
-        before_result = getattr(self.display.out, "before_result", None)
-        if before_result is not None:
-            before_result()
+        if self.poller is not None:  # what a worker wrote before its report is shown before the result
+            self.poller.drain()
         for data in getattr(report, REPORT_ATTR, None) or ():
             with contextlib.suppress(ValueError):
                 self.display.handle(progress.Event.from_json(data))
+        before_result = getattr(self.display.out, "before_result", None)
+        if before_result is not None:
+            before_result()
 
     def pytest_runtest_logfinish(self, nodeid: str, location) -> None:
         self.display.close(None)  # a task of this process left open (e.g. an audit that raised)

@@ -162,6 +162,7 @@ class Poller:
     def __init__(self, reader: FolderReader, handle: Callable[[Event], None], interval: float = 0.3) -> None:
         self.reader, self.handle, self.interval = reader, handle, interval
         self._stop = threading.Event()
+        self._reading = threading.Lock()  # drain() is also called from the main thread
         self._thread = threading.Thread(target=self._run, name="privleak-progress", daemon=True)
 
     def start(self) -> None:
@@ -172,11 +173,13 @@ class Poller:
             self.drain()
 
     def drain(self) -> None:
-        for event in self.reader.read():
-            try:
-                self.handle(event)
-            except Exception:  # noqa: BLE001 - the display must not stop the run
-                logger.exception("progress display failed on %r", event)
+        """Hand on every complete event written so far (in order, whichever thread calls)."""
+        with self._reading:
+            for event in self.reader.read():
+                try:
+                    self.handle(event)
+                except Exception:  # noqa: BLE001 - the display must not stop the run
+                    logger.exception("progress display failed on %r", event)
 
     def stop(self) -> None:
         """Stop the thread, then hand on what is left (call once the workers are done)."""

@@ -127,7 +127,7 @@ class Display:
 
     def _update(self, task: _Task, event: Event) -> None:
         if event.kind == progress.WAIT:
-            took = f" ({describe_seconds(event.seconds)} so far)" if event.seconds is not None else ""
+            took = f" ({describe_seconds(event.seconds)} so far)" if event.seconds else ""
             task.waiting = (event.source or (event.line or "waiting").removeprefix(PREFIX)) + took
             if self.verbosity >= 0 and not self.live:
                 self._line(f"{PREFIX}{task.name}: {task.waiting}")

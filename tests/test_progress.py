@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 from pathlib import Path
 
@@ -90,16 +89,9 @@ def test_a_failing_sink_never_fails_the_work_it_reports_on(capsys):
     assert "[privleak] still printed" in capsys.readouterr().err
 
 
-def test_unknown_kind_is_refused_naming_the_known_ones():
-    with pytest.raises(ValueError, match=r"progress event kind 'epochs' is not one of .*'epoch'"):
-        progress.emit("epochs", "t")
-
-
 def test_events_round_trip_through_json():
     event = Event(progress.EPOCH, "lstm-lm 81ab02cd", done=3, total=30, eta=12.5, worker="gw1", host="h")
     assert Event.from_json(json.loads(json.dumps(event.to_json()))) == event
-    with pytest.raises(ValueError, match="not a progress event"):
-        Event.from_json({"kind": "nonsense"})
 
 
 # --- what training, the cache, the lock and the LDP audit emit ---------------------------------------
@@ -134,9 +126,10 @@ def test_a_lock_wait_is_reported_as_the_target_being_built_naming_the_holder(tmp
     finally:
         held.release()
     waits = [e for e in events if e.kind == progress.WAIT]
-    assert waits and all(e.target == "joint-bilstm-crf 3fa9c2e1" for e in waits)
-    assert waits[0].source.startswith("waiting for the lock held by ") and waits[0].seconds > 0
-    assert waits[0].line.startswith("[privleak] waiting ")
+    assert len(waits) >= 2 and all(e.target == "joint-bilstm-crf 3fa9c2e1" for e in waits)
+    assert all(e.source.startswith("waiting for the lock held by ") for e in waits)
+    assert (waits[0].seconds, waits[0].line) == (0.0, None)  # at once, for the display only
+    assert waits[1].seconds > 0 and waits[1].line.startswith("[privleak] waiting ")  # then the plain lines
 
 
 def test_an_ldp_audit_reports_samples_and_a_final_event_only_once_it_reported_progress(events):
@@ -337,10 +330,9 @@ def test_a_cold_run_shows_one_final_line_per_target_without_s_and_keeps_it_out_o
 
     quiet = _run(pytester, project, "test_suite.py", "-q")
     assert len(re.findall(LOADED % "", quiet)) == 2 and "trained in" not in quiet
-    assert "[privleak] joint" not in _run(pytester, project, "test_suite.py", "-qq")
 
 
-@pytest.mark.slow  # two cold runs and two warm ones: over a minute on a loaded machine
+@pytest.mark.slow  # two cold runs and three warm ones: over a minute on a loaded machine
 def test_live_mode_rewrites_in_place_and_quiet_shows_only_final_lines(pytester, project):
     pytester.makepyfile(test_ldp=LDP)
     live = _run(pytester, project, "--privleak-progress=live")
@@ -351,6 +343,7 @@ def test_live_mode_rewrites_in_place_and_quiet_shows_only_final_lines(pytester, 
     quiet = _run(pytester, project, "-q", "--privleak-progress=live")
     assert "\r" not in quiet and "epoch 1/2," not in quiet and "search" not in quiet
     assert len(re.findall(TRAINED % "", quiet)) == 2 and "audited in" in quiet
+    assert "[privleak]" not in _run(pytester, project, "-qq")
     assert "[privleak]" not in _run(pytester, project, "--privleak-progress=off")
     assert "[privleak]" not in _run(pytester, project, "-p", "no:terminal")  # no reporter, no display, no crash
 
