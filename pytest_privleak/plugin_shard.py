@@ -46,7 +46,7 @@ def _shard_settings(config: pytest.Config) -> dict | None:
         durations, digest = read_durations(path) if path is not None else (None, None)
     except ShardError as exc:
         raise pytest.UsageError(str(exc)) from None
-    return {"shard": shard, "durations": durations, "digest": digest, "kept": None}
+    return {"shard": shard, "durations": durations, "digest": digest, "plan": None}
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -67,7 +67,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     plan = split({item.nodeid: group_of(item.nodeid, xdist_group_names(item)) for item in items},
                  settings["shard"], settings["durations"])
-    settings["kept"] = plan
+    settings["plan"] = plan
     if hasattr(config, "workerinput"):  # the controller prints the shard line; it collects nothing itself
         config.workeroutput["privleak_shard"] = {"kept": len(plan.keep), "groups": plan.groups,
                                                  "shard_groups": plan.shard_groups}
@@ -90,7 +90,7 @@ def _counts(config: pytest.Config) -> dict | None:
     settings = config.stash.get(SHARD_KEY, None)
     if settings is None:
         return None
-    plan = settings.get("kept")
+    plan = settings.get("plan")
     if plan is not None:
         return {"kept": len(plan.keep), "groups": plan.groups, "shard_groups": plan.shard_groups}
     return settings.get("counts")
