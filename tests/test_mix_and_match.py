@@ -195,6 +195,9 @@ def test_exposure_by_the_paper_attack_bounds_the_exact_figure(model):
     pruned = compute_exposure(model, NEVER, method="mix-and-match", references=50)
     assert pruned.method == "mix-and-match" and pruned.n_references == 50
     assert pruned.interval[0] <= exact.value <= pruned.value == pruned.interval[1]
+    # umbrella is the Frankenstein model's 136th candidate: not among the 50 pruned, so rank >= 51
+    assert pruned.rank is None and pruned.interval[0] == 0.0
+    assert pruned.value == pytest.approx(math.log2(pruned.space_size / 51), rel=1e-12)
     leak = compute_exposure(model, TOWELS, method="mix-and-match", references=300)
     assert leak.value == pytest.approx(math.log2(leak.space_size), rel=1e-12)   # found first among them
 

@@ -63,6 +63,10 @@ GENERATORS = ("frankenstein", "base")
 #: is searched exhaustively (exact rank); above it, Mix And Match prunes the Frankenstein's top candidates.
 DEFAULT_BUDGET = 50_000
 DEFAULT_BATCH = 512
+#: What each attack is, in the messages.
+ATTACK_NAMES = {"exhaustive": "exhaustive search: classifier cross-entropy of every vocabulary token (§5.1.4)",
+                "mix-and-match": "Mix And Match: Frankenstein-model candidates pruned by classifier cross-entropy "
+                                 "(§4.3)"}
 
 
 # --------------------------------------------------------------------------- the Frankenstein model
@@ -456,14 +460,11 @@ def mask_canary_exposure(model: Any, canary: MaskCanary, *, method: str = "auto"
                          "the exposure is an upper bound"),
                 "attack": ATTACK_NAMES[r.method],
                 "guesses": ", ".join(r.guesses)}
-    extra = {"vocabulary": float(vocabulary), "scored": float(r.scored), "mid_rank": float(r.rank),
+    extra = {"vocabulary": float(vocabulary), "scored": float(r.scored),
              "candidates_needed": float(r.candidates_needed), "candidate_ratio": r.candidate_ratio}
+    if not math.isinf(r.rank):
+        extra["mid_rank"] = float(r.rank)
     rank = None if math.isinf(r.rank) else int(r.rank_range[1])
     return Exposure(r.exposure, r.method, rank, vocabulary, r.scored, math.log2(vocabulary),
                     chance_exposure(vocabulary), r.exposure_interval, r.secret_loss, None, extra=extra,
                     evidence=evidence)
-
-
-ATTACK_NAMES = {"exhaustive": "exhaustive search: classifier cross-entropy of every vocabulary token (§5.1.4)",
-                "mix-and-match": "Mix And Match: Frankenstein-model candidates pruned by classifier cross-entropy "
-                                 "(§4.3)"}
