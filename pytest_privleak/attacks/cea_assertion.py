@@ -6,6 +6,7 @@ stays available as ``method="gradient"`` (``select="single"``: one start).
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ..results import LeakResult, record
@@ -106,6 +107,37 @@ def accuracy_result(report: ExtractionReport, target: Any, *, threshold: float |
         tolerance=tolerance, target=target_info)
 
 
+def measured_cea(target, canaries, *, method: str = "auto", trials: int = 10, starts: int | None = None,
+                 select: str = "best_loss", confidence: float = 0.95, seed: int = 0,
+                 budget: int | None = DEFAULT_BUDGET, ranked: int = DEFAULT_RANKED, name: str | None = None,
+                 **attack: Any) -> LeakResult:
+    """The measured ``cea.accuracy`` result (``threshold=None``), from the result cache when the target(s)
+    have a content hash and the same call ran before (:mod:`pytest_privleak.result_cache`), else computed."""
+    from ..result_cache import cached_results
+
+    _check_name(name)
+    models = list(target) if isinstance(target, (list, tuple)) else [target]
+    inputs = {"canaries": list(canaries) if isinstance(canaries, (list, tuple)) else [canaries],
+              "method": method, "trials": trials, "starts": starts, "select": select, "confidence": confidence,
+              "seed": seed, "budget": budget, "ranked": ranked, "name": name, "attack": attack}
+
+    def compute() -> list[LeakResult]:
+        report = run_cea(target, canaries, method=method, trials=trials, starts=starts, select=select,
+                         confidence=confidence, seed=seed, budget=budget, ranked=ranked, name=name, **attack)
+        return [accuracy_result(report, target, threshold=None, confidence=confidence, name=name, tolerance=None)]
+
+    return cached_results("cea", models, inputs, compute)[0]
+
+
+def hdt_result(accuracy: LeakResult, floor: float, tolerance: float | None) -> LeakResult:
+    """The ``cea.hdt`` gate (at least ``floor``) of a measured accuracy result (its ``extra`` holds the HDT)."""
+    return LeakResult(
+        attack="cea", metric="hdt", value=accuracy.extra["hdt"], threshold=floor, direction="at_least",
+        chance=accuracy.extra["hdt_chance"], label=accuracy.label, evidence=accuracy.evidence,
+        extra={"accuracy": accuracy.value, "chance_accuracy": accuracy.chance},
+        remedy=REMEDY, tolerance=tolerance, target=accuracy.target)
+
+
 def measure_cea(target, canaries, *, method: str = "auto", trials: int = 10, starts: int | None = None,
                 select: str = "best_loss", confidence: float = 0.95, seed: int = 0,
                 budget: int | None = DEFAULT_BUDGET, ranked: int = DEFAULT_RANKED, name: str | None = None,
@@ -114,11 +146,13 @@ def measure_cea(target, canaries, *, method: str = "auto", trials: int = 10, sta
 
     Same arguments as :func:`assert_cea_accuracy_at_most` without the limits.
     Returns the ``cea.accuracy`` :class:`LeakResult` (``threshold=None``) with
-    the HDT, the attack that ran and the rank of each true secret.
+    the HDT, the attack that ran and the rank of each true secret. A target
+    from ``train_target`` attacked the same way before is not attacked again:
+    the result comes from the result cache (``--privleak-rerun`` recomputes).
     """
-    report = run_cea(target, canaries, method=method, trials=trials, starts=starts, select=select,
-                     confidence=confidence, seed=seed, budget=budget, ranked=ranked, name=name, **attack)
-    return record(accuracy_result(report, target, threshold=None, confidence=confidence, name=name, tolerance=None))
+    return record(measured_cea(target, canaries, method=method, trials=trials, starts=starts, select=select,
+                               confidence=confidence, seed=seed, budget=budget, ranked=ranked, name=name,
+                               **attack))
 
 
 def assert_cea_accuracy_at_most(target, canaries, max_accuracy: float, *, method: str = "auto", trials: int = 10,
@@ -163,6 +197,9 @@ def assert_cea_accuracy_at_most(target, canaries, max_accuracy: float, *, method
     arguments go to :func:`pytest_privleak.attacks.cea.extract` (``epochs``,
     ``lr``, ``init_scale``, ``temperature0``, ...). A model whose embeddings
     or losses are NaN or infinite raises ``NonFiniteError``, never passes.
+    Results of targets with a content hash (from ``train_target``) are cached
+    (:mod:`pytest_privleak.result_cache`): the same call on the same target
+    loads the figure, and the message says so; ``--privleak-rerun`` recomputes.
     """
     __tracebackhide__ = True
     from ..assertions import check
@@ -175,16 +212,11 @@ def assert_cea_accuracy_at_most(target, canaries, max_accuracy: float, *, method
                          "(the baseline gate takes its tolerance from the saved baseline or the ini "
                          "privleak_tolerance), or give e.g. tolerance=0.1 to store with the next saved baseline")
     tolerance = None if tolerance is None else float(tolerance)
-    report = run_cea(target, canaries, method=method, trials=trials, starts=starts, select=select,
-                     confidence=confidence, seed=seed, budget=budget, ranked=ranked, name=name, **attack)
-    accuracy = accuracy_result(report, target, threshold=threshold, confidence=confidence, name=name,
-                               tolerance=tolerance)
+    measured = measured_cea(target, canaries, method=method, trials=trials, starts=starts, select=select,
+                            confidence=confidence, seed=seed, budget=budget, ranked=ranked, name=name, **attack)
+    accuracy = dataclasses.replace(measured, threshold=threshold, tolerance=tolerance)
     if floor is not None:
-        hdt = LeakResult(
-            attack="cea", metric="hdt", value=report.hdt, threshold=floor, direction="at_least",
-            chance=report.chance_hdt, label=accuracy.label, evidence=accuracy.evidence,
-            extra={"accuracy": report.accuracy, "chance_accuracy": report.chance_accuracy},
-            remedy=REMEDY, tolerance=tolerance, target=accuracy.target)
+        hdt = hdt_result(accuracy, floor, tolerance)
         if accuracy.passed and not hdt.passed:
             record(accuracy)
             return check(hdt)

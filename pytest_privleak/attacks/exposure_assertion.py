@@ -14,12 +14,19 @@ with ``threshold=None`` (verdict "measured"); the ``assert_*`` helper takes the
 same arguments plus the limit and fails above it.  ``name=`` labels the result
 (its key in the report and the baseline); by default the label is the canary's
 text, or the inserted words with their classes.
+
+A target from ``train_target`` measured the same way before is not attacked
+again: the result comes from the result cache (:mod:`pytest_privleak.result_cache`;
+``--privleak-rerun`` recomputes), identical to a recomputed one but for an
+evidence line saying it was loaded.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..result_cache import cached_results
 from ..results import LeakResult, record
 from .exposure import DEFAULT_BATCH, DEFAULT_EXACT_BUDGET, DEFAULT_REFERENCES, compute_exposure
 
@@ -84,6 +91,14 @@ def exposure_result(target: Any, canary: Any, *, threshold: float | None, tolera
         remedy=EXPOSURE_REMEDY, tolerance=tolerance, target=target_facts(target))
 
 
+def measured_exposure(target: Any, canary: Any, *, name: str | None = None, **options: Any) -> LeakResult:
+    """The measured ``exposure_bits`` result (``threshold=None``): from the result cache when ``target`` has a
+    content hash and the same call ran before (:mod:`pytest_privleak.result_cache`), else computed."""
+    _check_name(name)
+    return cached_results("exposure", [target], {"canary": canary, "name": name, **options},
+                          lambda: [exposure_result(target, canary, threshold=None, name=name, **options)])[0]
+
+
 def measure_exposure(target: Any, canary: Any, *, method: str = "auto", references: int = DEFAULT_REFERENCES,
                      exact_budget: int = DEFAULT_EXACT_BUDGET, seed: int = 0, confidence: float = 0.95,
                      batch_size: int = DEFAULT_BATCH, bootstrap: int = 30, name: str | None = None) -> LeakResult:
@@ -93,9 +108,9 @@ def measure_exposure(target: Any, canary: Any, *, method: str = "auto", referenc
     ``exposure.exposure_bits`` :class:`LeakResult` (``threshold=None``) with the
     rank of the canary, the method that ran and, when extrapolated, the fit.
     """
-    return record(exposure_result(target, canary, threshold=None, name=name, method=method, references=references,
-                                  exact_budget=exact_budget, seed=seed, confidence=confidence,
-                                  batch_size=batch_size, bootstrap=bootstrap))
+    return record(measured_exposure(target, canary, name=name, method=method, references=references,
+                                    exact_budget=exact_budget, seed=seed, confidence=confidence,
+                                    batch_size=batch_size, bootstrap=bootstrap))
 
 
 def assert_exposure_below(target: Any, canary: Any, max_bits: float, *, method: str = "auto",
@@ -125,9 +140,10 @@ def assert_exposure_below(target: Any, canary: Any, max_bits: float, *, method: 
 
     threshold = _check_bits(max_bits)
     tolerance = _check_tolerance(tolerance)
-    return check(exposure_result(target, canary, threshold=threshold, tolerance=tolerance, name=name, method=method,
-                                 references=references, exact_budget=exact_budget, seed=seed,
-                                 confidence=confidence, batch_size=batch_size, bootstrap=bootstrap))
+    measured = measured_exposure(target, canary, name=name, method=method, references=references,
+                                 exact_budget=exact_budget, seed=seed, confidence=confidence, batch_size=batch_size,
+                                 bootstrap=bootstrap)
+    return check(dataclasses.replace(measured, threshold=threshold, tolerance=tolerance))
 
 
 def d_exposure_result(target: Any, inserted: Mapping[str, str], *, class_words: Mapping[str, Sequence[str]] | Any,
@@ -159,6 +175,19 @@ def d_exposure_result(target: Any, inserted: Mapping[str, str], *, class_words: 
         remedy=D_EXPOSURE_REMEDY, tolerance=tolerance, target=target_facts(target))
 
 
+def measured_d_exposure(target: Any, inserted: Mapping[str, str], *, class_words: Mapping[str, Sequence[str]] | Any,
+                        template: Sequence[str] | str | None, name: str | None) -> LeakResult:
+    """The measured ``d_exposure_bits`` result (``threshold=None``), from the result cache when possible."""
+    _check_name(name)
+    inputs = {"inserted": dict(inserted) if isinstance(inserted, Mapping) else inserted,
+              "class_words": ({k: list(v) for k, v in class_words.items()} if isinstance(class_words, Mapping)
+                              else class_words),
+              "template": template, "name": name}
+    return cached_results("d-exposure", [target], inputs,
+                          lambda: [d_exposure_result(target, inserted, class_words=class_words, template=template,
+                                                     threshold=None, name=name)])[0]
+
+
 def measure_d_exposure(target: Any, inserted: Mapping[str, str], *,
                        class_words: Mapping[str, Sequence[str]] | Any,
                        template: Sequence[str] | str | None = None, name: str | None = None) -> LeakResult:
@@ -168,8 +197,7 @@ def measure_d_exposure(target: Any, inserted: Mapping[str, str], *,
     the ``d-exposure.d_exposure_bits`` :class:`LeakResult` (``threshold=None``),
     the per-class figures in ``extra``.
     """
-    return record(d_exposure_result(target, inserted, class_words=class_words, template=template, threshold=None,
-                                    name=name))
+    return record(measured_d_exposure(target, inserted, class_words=class_words, template=template, name=name))
 
 
 def assert_d_exposure_below(target: Any, inserted: Mapping[str, str], max_bits: float, *,
@@ -195,5 +223,5 @@ def assert_d_exposure_below(target: Any, inserted: Mapping[str, str], max_bits: 
 
     threshold = _check_bits(max_bits)
     tolerance = _check_tolerance(tolerance)
-    return check(d_exposure_result(target, inserted, class_words=class_words, template=template,
-                                   threshold=threshold, tolerance=tolerance, name=name))
+    measured = measured_d_exposure(target, inserted, class_words=class_words, template=template, name=name)
+    return check(dataclasses.replace(measured, threshold=threshold, tolerance=tolerance))

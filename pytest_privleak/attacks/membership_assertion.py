@@ -9,6 +9,7 @@ gates the TPR when ``max_tpr_at_fpr`` is given.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -76,6 +77,40 @@ def _check_tolerance(tolerance: Any) -> float | None:
     return float(tolerance)
 
 
+def _tpr_result(auc: LeakResult, m: MembershipMeasurement, fpr: float) -> LeakResult:
+    """The measured TPR-at-``fpr`` result beside the AUC result ``auc`` (``threshold=None``)."""
+    p = m.point(fpr)
+    rule = f"member when {'loss - reference loss' if m.calibrated else 'loss'} < {-p.threshold:.6g}"
+    return LeakResult(attack="membership", metric=f"tpr_at_fpr_{fpr:g}", value=p.tpr, threshold=None,
+                      direction="at_most", interval=p.interval, confidence=m.confidence, chance=fpr, ceiling=1.0,
+                      label=auc.label, evidence={**auc.evidence, "rule": rule},
+                      extra={"auc": m.auc, "achieved_fpr": p.achieved_fpr}, remedy=REMEDY, target=auc.target)
+
+
+def measured_membership(scorer: Any, members: Sequence[Any], non_members: Sequence[Any], *, reference: Any,
+                        name: str | None, confidence: float, fprs: Sequence[float],
+                        tpr_fpr: float | None = None) -> list[LeakResult]:
+    """The measured AUC result (and, with ``tpr_fpr``, the TPR result at that FPR), ``threshold=None``.
+
+    From the result cache when ``scorer`` (and ``reference``) have a content
+    hash and the same call ran before (:mod:`pytest_privleak.result_cache`).
+    """
+    from ..result_cache import cached_results
+
+    def compute() -> list[LeakResult]:
+        m = membership_inference(scorer, members, non_members, reference=reference, confidence=confidence,
+                                 fprs=fprs)
+        auc = _auc_result(scorer, m, None, name, None)
+        return [auc] if tpr_fpr is None else [auc, _tpr_result(auc, m, tpr_fpr)]
+
+    models = [scorer] if reference is None else [scorer, reference]
+    inputs = {"members": list(members) if isinstance(members, (list, tuple)) else members,
+              "non_members": list(non_members) if isinstance(non_members, (list, tuple)) else non_members,
+              "reference": reference is not None, "name": name, "confidence": confidence, "fprs": list(fprs),
+              "tpr_fpr": tpr_fpr}
+    return cached_results("membership", models, inputs, compute)
+
+
 def measure_membership(scorer: Any, members: Sequence[Any], non_members: Sequence[Any], *, reference: Any = None,
                        name: str | None = None, confidence: float = 0.95,
                        fprs: Sequence[float] = DEFAULT_FPRS) -> LeakResult:
@@ -88,8 +123,8 @@ def measure_membership(scorer: Any, members: Sequence[Any], non_members: Sequenc
     With ``reference`` the attack uses ``loss - reference loss``. ``name``: the
     result's label (default: scorer class and set sizes).
     """
-    m = membership_inference(scorer, members, non_members, reference=reference, confidence=confidence, fprs=fprs)
-    return record(_auc_result(scorer, m, None, name, None))
+    return record(measured_membership(scorer, members, non_members, reference=reference, name=name,
+                                      confidence=confidence, fprs=fprs)[0])
 
 
 def assert_membership_auc_at_most(scorer: Any, members: Sequence[Any], non_members: Sequence[Any], max_auc: float, *,
@@ -121,16 +156,12 @@ def assert_membership_auc_at_most(scorer: Any, members: Sequence[Any], non_membe
         raise ValueError(f"max_tpr_at_fpr gates the TPR at FPR {_pct(fpr)}, which needs at least "
                          f"{int(round(1 / fpr))} non-members, got {len(non_members)}; fix: pass more held-out "
                          f"non_members or a larger fpr= (e.g. fpr={max(0.01, 1 / max(len(non_members), 1)):g})")
-    m = membership_inference(scorer, members, non_members, reference=reference, confidence=confidence, fprs=fprs)
-    auc = _auc_result(scorer, m, threshold, name, tolerance)
+    measured = measured_membership(scorer, members, non_members, reference=reference, name=name,
+                                   confidence=confidence, fprs=fprs, tpr_fpr=None if tpr_limit is None else fpr)
+    auc = dataclasses.replace(measured[0], threshold=threshold, tolerance=tolerance)
     if tpr_limit is None:
         return check(auc)
-    p = m.point(fpr)
-    tpr = LeakResult(attack="membership", metric=f"tpr_at_fpr_{fpr:g}", value=p.tpr, threshold=tpr_limit,
-                     direction="at_most", interval=p.interval, confidence=m.confidence, chance=fpr, ceiling=1.0,
-                     label=auc.label, evidence={**auc.evidence, "rule": f"member when {'loss - reference loss' if m.calibrated else 'loss'} < {-p.threshold:.6g}"},
-                     extra={"auc": m.auc, "achieved_fpr": p.achieved_fpr}, remedy=REMEDY, tolerance=tolerance,
-                     target=auc.target)
+    tpr = dataclasses.replace(measured[1], threshold=tpr_limit, tolerance=tolerance)
     if auc.passed and not tpr.passed:
         record(auc)
         return check(tpr)

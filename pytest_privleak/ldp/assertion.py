@@ -10,6 +10,7 @@ reaches the true ε exactly, as it does for OUE.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -134,6 +135,46 @@ def _run(mechanism, confidence, pairs, samples, delta, seed, c, classifier, trai
                  label=mechanism_label(mechanism, name))
 
 
+def measured_ldp(mechanism, claim: float | None, *, confidence, pairs, samples, delta, seed, c, classifier,
+                 train_samples, val_samples, replicates, time_budget, progress, full_search, name) -> LeakResult:
+    """The measured ``ldp.epsilon_lcb`` result (``threshold=None``; ``claim`` gives the ``ratio`` figure).
+
+    From the result cache (:mod:`pytest_privleak.result_cache`) when the same
+    audit of the same mechanism ran before: only the built-in mechanisms
+    (keyed by class and parameters) and mechanisms that declare a content
+    hash qualify, and never an audit with a ``time_budget`` (its figure
+    depends on the wall clock). ``progress`` changes no figure and is not
+    part of the key.
+    """
+    from ..result_cache import cached_results, mechanism_identity
+
+    def compute() -> list[LeakResult]:
+        found = _run(mechanism, confidence, pairs, samples, delta, seed, c, classifier, train_samples, val_samples,
+                     replicates, time_budget, progress, full_search, name)
+        return [ldp_result(mechanism, claim, found, delta=float(delta), name=name, threshold=False)]
+
+    identity = mechanism_identity(mechanism) if time_budget is None else None
+    if identity is None:
+        return compute()[0]
+    inputs = {"mechanism": identity, "claim": claim, "confidence": confidence, "pairs": pairs, "samples": samples,
+              "delta": delta, "seed": seed, "c": c, "classifier": classifier, "train_samples": train_samples,
+              "val_samples": val_samples, "replicates": replicates, "full_search": full_search, "name": name}
+    return cached_results("ldp", [_Identified(identity)], inputs, compute)[0]
+
+
+class _Identified:
+    """Stands for a mechanism in the result key: its identity is already in the inputs."""
+
+    def __init__(self, identity: dict) -> None:
+        from ..cache import content_hash
+        from ..result_cache import CONTENT_HASH_ATTR
+
+        try:
+            setattr(self, CONTENT_HASH_ATTR, content_hash(identity))
+        except (TypeError, ValueError):
+            pass  # parameters that cannot be hashed: no content hash, so the audit runs
+
+
 def measure_ldp(mechanism, *, confidence: float = 0.95, pairs=None, samples: int = 1_000_000, delta: float = 0.0,
                 seed: int = 0, c: float | None = None, classifier: str = "logistic", train_samples: int = 20_000,
                 val_samples: int = 100_000, replicates: int = 2, time_budget: float | None = None,
@@ -145,9 +186,11 @@ def measure_ldp(mechanism, *, confidence: float = 0.95, pairs=None, samples: int
     name = check_name(name)
     claim = getattr(mechanism, "epsilon", None)
     claim = float(claim) if _is_number(claim) and math.isfinite(claim) and claim > 0 else None
-    found = _run(mechanism, confidence, pairs, samples, delta, seed, c, classifier, train_samples, val_samples,
-                 replicates, time_budget, progress, full_search, name)
-    return record(ldp_result(mechanism, claim, found, delta=float(delta), name=name, threshold=False))
+    _validate(mechanism, confidence, samples, delta, c, None, time_budget, progress, classifier)
+    return record(measured_ldp(mechanism, claim, confidence=confidence, pairs=pairs, samples=samples, delta=delta,
+                               seed=seed, c=c, classifier=classifier, train_samples=train_samples,
+                               val_samples=val_samples, replicates=replicates, time_budget=time_budget,
+                               progress=progress, full_search=full_search, name=name))
 
 
 def assert_ldp_holds(mechanism, epsilon: float | None, *, confidence: float = 0.95, pairs=None,
@@ -182,8 +225,9 @@ def assert_ldp_holds(mechanism, epsilon: float | None, *, confidence: float = 0.
     name = check_name(name)
     _validate(mechanism, confidence, samples, delta, c, tolerance, time_budget, progress, classifier)
     eps = check_epsilon(epsilon, mechanism)
-    found = _run(mechanism, confidence, pairs, samples, delta, seed, c, classifier, train_samples, val_samples,
-                 replicates, time_budget, progress, full_search, name)
-    result = ldp_result(mechanism, eps, found, delta=float(delta),
-                        tolerance=None if tolerance is None else float(tolerance), name=name)
-    return check(result)
+    measured = measured_ldp(mechanism, eps, confidence=confidence, pairs=pairs, samples=samples, delta=delta,
+                            seed=seed, c=c, classifier=classifier, train_samples=train_samples,
+                            val_samples=val_samples, replicates=replicates, time_budget=time_budget,
+                            progress=progress, full_search=full_search, name=name)
+    return check(dataclasses.replace(measured, threshold=float(eps),
+                                     tolerance=None if tolerance is None else float(tolerance)))

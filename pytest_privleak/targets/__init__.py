@@ -32,5 +32,16 @@ def train_target(kind: str, dataset, *, device: str = "cpu", cache=None, seed: i
     ``config`` holds the kind's hyper-parameters (for ``joint-bilstm-crf`` the
     fields of :class:`~pytest_privleak.targets.joint_nlu.JointNLUConfig`);
     an unknown key raises ``TypeError`` listing the accepted ones.
+
+    With a ``cache``, the target carries its content hash (the cache key:
+    kind, data, config, seed, device type, code version) as
+    ``privleak_content_hash``, so the attack-result cache
+    (:mod:`pytest_privleak.result_cache`) can reuse its figures while its
+    weights stay as trained; ``cache=None`` opts out of both caches.
     """
-    return _trainer(kind)(dataset, device=device, cache=cache, seed=seed, **config)
+    target = _trainer(kind)(dataset, device=device, cache=cache, seed=seed, **config)
+    if cache is not None:
+        from ..result_cache import mark_content_hash
+
+        mark_content_hash(target, target.content_hash)
+    return target

@@ -1,0 +1,164 @@
+"""Speed where it is spent (issue 11 item 6): the attack-result cache and scheduling tests by target.
+
+* ``--privleak-rerun``: recompute every attack result instead of loading it
+  from the result cache (:mod:`pytest_privleak.result_cache`, kept in
+  ``<cache dir>/results``; for a URL cache in this host's mirror folder).
+* Under xdist (``-n N`` without ``--dist``) the distribution mode becomes
+  ``loadgroup``, and every test that needs a model fixture gets an
+  ``xdist_group`` marker naming the module/class/session fixtures it shares
+  with other tests: tests that need the same target run on the same worker,
+  one after the other, instead of one worker waiting on the other's training
+  lock; distinct targets train on distinct workers at the same time. A test
+  with its own ``xdist_group`` marker keeps it; ``--privleak-group=off``
+  (or an explicit ``--dist``) turns the automatic grouping off.
+
+No torch is imported here.
+"""
+from __future__ import annotations
+
+import pytest
+
+#: Fixtures whose presence makes a test "need a model": tests sharing the fixtures that feed them are grouped.
+MODEL_FIXTURES = frozenset({"train_target", "privleak_minilm"})
+#: Plugin fixtures that name one shared model by themselves (so they are part of the group name).
+SHARED_MODEL_FIXTURES = frozenset({"privleak_minilm"})
+GROUP_PREFIX = "privleak:"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("privleak")
+    group.addoption("--privleak-rerun", dest="privleak_rerun", action="store_true", default=False,
+                    help="rerun every attack instead of loading its result from the result cache "
+                         "(results are cached by the content hash of model, canary, attack config, seed and "
+                         "code; the fresh results replace the cached ones)")
+    group.addoption("--privleak-group", dest="privleak_group", choices=("auto", "off"), default="auto",
+                    help="under xdist, run the tests that share a model's fixtures on one worker "
+                         "(--dist loadgroup with automatic xdist_group markers; default auto), or off")
+
+
+@pytest.hookimpl(wrapper=True)  # before xdist's own (tryfirst) hook turns dist "no" into "load"
+def pytest_cmdline_main(config: pytest.Config):
+    """``-n N`` with no ``--dist``: schedule by group."""
+    option = config.option
+    if getattr(option, "privleak_group", "auto") == "auto" and hasattr(option, "dist") \
+            and getattr(option, "numprocesses", None) and option.dist == "no" and not getattr(option, "distload", False):
+        option.dist = "loadgroup"
+    return (yield)
+
+
+def result_cache_root(cache_dir):
+    """Where results are kept: ``<folder>/results``, or ``<this host's mirror of the URL>/results``."""
+    from pathlib import Path
+
+    from .cache_url import default_mirror_dir, is_url
+    from .result_cache import RESULTS_FOLDER
+
+    if isinstance(cache_dir, str) and is_url(cache_dir):
+        return default_mirror_dir(cache_dir) / RESULTS_FOLDER
+    return Path(cache_dir) / RESULTS_FOLDER
+
+
+@pytest.hookimpl(trylast=True)  # after plugin.py stashed the settings
+def pytest_configure(config: pytest.Config) -> None:
+    from . import result_cache
+    from .plugin import SETTINGS_KEY
+
+    settings = config.stash.get(SETTINGS_KEY, None)
+    controller = getattr(config.option, "dist", "no") not in ("no", None) and not hasattr(config, "workerinput")
+    if controller and config.option.dist == "loadgroup":
+        import tempfile
+        from pathlib import Path
+
+        config.stash[_GROUPS_DIR_KEY] = Path(tempfile.mkdtemp(prefix="privleak-groups-"))
+    if settings is None or controller:  # an xdist controller runs no attack
+        return
+    cache = result_cache.ResultCache(result_cache_root(settings.cache_dir),
+                                     rerun=bool(config.getoption("privleak_rerun", False)))
+    config.stash[_CACHE_KEY] = cache
+    config.stash[_PREVIOUS_KEY] = result_cache.activate(cache)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(_GROUPS_DIR_KEY, None)
+    if folder is not None:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+    if _CACHE_KEY in config.stash:
+        from . import result_cache
+
+        result_cache.activate(config.stash[_PREVIOUS_KEY])
+        del config.stash[_CACHE_KEY]
+
+
+_GROUPS_FILE = "privleak_groups_file"
+_GROUPS_DIR_KEY = pytest.StashKey[object]()
+_CACHE_KEY = pytest.StashKey[object]()
+_PREVIOUS_KEY = pytest.StashKey[object]()
+
+
+def group_name(item: pytest.Item) -> str | None:
+    """The automatic ``xdist_group`` of ``item``: the shared fixtures that feed its model, or None.
+
+    A test that uses a model fixture (``train_target``, ``privleak_minilm``) is
+    grouped by the non-function-scoped fixtures of its own project it uses
+    (where each is defined, and its name) plus the shared model fixtures; a
+    test whose only such fixture is ``train_target`` trains inside its body
+    and is not grouped.
+    """
+    names = set(getattr(item, "fixturenames", ()))
+    if MODEL_FIXTURES.isdisjoint(names):
+        return None
+    info = getattr(item, "_fixtureinfo", None)
+    defs = getattr(info, "name2fixturedefs", {}) if info is not None else {}
+    parts = set(names & SHARED_MODEL_FIXTURES)
+    for name in names:
+        chain = defs.get(name) or ()
+        if not chain:
+            continue
+        fixturedef = chain[-1]
+        module = getattr(getattr(fixturedef, "func", None), "__module__", "") or ""
+        if fixturedef.scope == "function" or module.startswith("pytest_privleak") or module.startswith("_pytest"):
+            continue
+        parts.add(f"{fixturedef.baseid}::{name}" if fixturedef.baseid else name)
+    if not parts:
+        return None
+    return GROUP_PREFIX + "+".join(sorted(parts))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """xdist controller: ask each worker to write where its tests' groups go (see :class:`GroupScheduling`)."""
+    folder = node.config.stash.get(_GROUPS_DIR_KEY, None)
+    if folder is not None:
+        node.workerinput[_GROUPS_FILE] = str(folder / f"{node.gateway.id}.json")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``--dist loadgroup`` (chosen by us or by the user): :class:`GroupScheduling`."""
+    if config.stash.get(_GROUPS_DIR_KEY, None) is None:
+        return None
+    from .scheduling import GroupScheduling
+
+    return GroupScheduling(config, log, config.stash[_GROUPS_DIR_KEY])
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]):
+    """xdist worker: mark the tests that share a model's fixtures and write every test's group for the
+    controller's scheduler (pytest 9 ignores xdist's own "@group" node-id suffix)."""
+    worker = getattr(config, "workerinput", None)
+    path = worker.get(_GROUPS_FILE) if worker is not None else None
+    if path and getattr(config.option, "privleak_group", "auto") == "auto":
+        for item in items:
+            if item.get_closest_marker("xdist_group") is None:
+                name = group_name(item)
+                if name is not None:
+                    item.add_marker(pytest.mark.xdist_group(name))
+    result = yield
+    if path:
+        from .scheduling import write_groups
+
+        write_groups(path, items)
+    return result

@@ -1,0 +1,63 @@
+"""xdist scheduling by group: every test of one ``xdist_group`` runs on one worker, groups spread over workers.
+
+xdist's own ``loadgroup`` reads the group from a ``@group`` suffix its
+workers append to the node ids; pytest 9 derives ``nodeid`` from the item's
+structured id, so that suffix no longer appears and every test becomes its
+own group. Here the workers write ``{nodeid: group}`` to a file the
+controller named (a folder on the controller's machine: workers on other
+hosts cannot write it, and their tests are then scheduled one by one, as
+with ``--dist load``); the scheduler is xdist's ``LoadScopeScheduling`` with
+that map as the scope of each test, largest groups first.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from xdist.scheduler import LoadScopeScheduling
+
+from .atomic import write_text_atomic
+
+__all__ = ["GroupScheduling", "group_of", "write_groups"]
+
+
+def group_of(item) -> str | None:
+    """The ``xdist_group`` name of ``item`` (several markers: their names joined with ``_``), or None."""
+    names = set()
+    for mark in item.iter_markers("xdist_group"):
+        names.add(str(mark.args[0] if mark.args else mark.kwargs.get("name", "default")))
+    return "_".join(sorted(names)) if names else None
+
+
+def write_groups(path: str, items) -> None:
+    """Worker side: write ``{nodeid: group}`` for the grouped tests of this collection."""
+    groups = {item.nodeid: group for item in items if (group := group_of(item)) is not None}
+    try:
+        write_text_atomic(path, json.dumps(groups))
+    except OSError:
+        pass  # a worker on another host: the controller schedules its tests one by one
+
+
+class GroupScheduling(LoadScopeScheduling):
+    """``LoadScopeScheduling`` whose scope of a test is its group (from the workers' files), else itself."""
+
+    def __init__(self, config, log, folder: Path) -> None:
+        super().__init__(config, log)
+        self.folder = Path(folder)
+        self._groups: dict[str, str] | None = None
+
+    def _load_groups(self) -> dict[str, str]:
+        for path in sorted(self.folder.glob("*.json")):
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(data, dict):
+                return {str(k): str(v) for k, v in data.items()}
+        return {}
+
+    def _split_scope(self, nodeid: str) -> str:
+        if self._groups is None:
+            self._groups = self._load_groups()
+        group = self._groups.get(nodeid)
+        return f"group:{group}" if group is not None else nodeid

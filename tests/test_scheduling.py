@@ -1,0 +1,113 @@
+"""Speed plumbing of the plugin: --privleak-rerun and xdist groups by the fixtures that feed a model."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_privleak.plugin_speed import GROUP_PREFIX, group_name
+
+SPEED = ("-p", "pytest_privleak.plugin_speed")   # until plugin.py lists it in pytest_plugins
+
+MODEL_TESTS = """
+import json, os, pytest
+
+@pytest.fixture(scope="module")
+def data(privleak_seed):
+    return privleak_seed
+
+@pytest.fixture(scope="module")
+def other_data(privleak_seed):
+    return privleak_seed + 1
+
+def _note(request):
+    with open(os.environ["NOTES"], "a") as f:
+        f.write(json.dumps([request.node.nodeid, os.environ.get("PYTEST_XDIST_WORKER", "main")]) + "\\n")
+
+@pytest.mark.parametrize("i", range(6))
+def test_a(train_target, data, request, i):
+    _note(request)
+
+def test_c(train_target, other_data, request):
+    _note(request)
+
+def test_trains_in_its_body(train_target, request):
+    _note(request)
+
+def test_no_model(data, request):
+    _note(request)
+
+@pytest.mark.xdist_group("mine")
+def test_own_group(train_target, data, request):
+    _note(request)
+"""
+
+
+def test_group_names_come_from_the_shared_fixtures_that_feed_a_model(pytester):
+    items = {item.name: item for item in pytester.getitems(MODEL_TESTS)}
+    a, b, c = (group_name(items[n]) for n in ("test_a[0]", "test_a[5]", "test_c"))
+    assert a == b and a != c and a.startswith(GROUP_PREFIX) and "::data" in a and "::other_data" in c
+    assert group_name(items["test_trains_in_its_body"]) is None    # only train_target: nothing shared to group by
+    assert group_name(items["test_no_model"]) is None              # no model fixture
+
+
+def _workers(path) -> dict[str, set[str]]:
+    """Test name (parameters dropped) -> the workers that ran it."""
+    out: dict[str, set[str]] = {}
+    for line in path.read_text().splitlines():
+        nodeid, worker = json.loads(line)
+        out.setdefault(nodeid.split("::")[1].split("[")[0], set()).add(worker)
+    return out
+
+
+@pytest.mark.slow  # two xdist runs: about 60 s on the shared 2-core machine
+def test_under_xdist_tests_sharing_a_models_fixtures_run_on_one_worker(pytester, monkeypatch):
+    pytest.importorskip("xdist")
+    notes = pytester.path / "notes.jsonl"
+    monkeypatch.setenv("NOTES", str(notes))
+    pytester.makepyfile(test_models=MODEL_TESTS)
+    args = (*SPEED, "-n", "2", "-p", "no:cacheprovider", f"--privleak-cache-dir={pytester.path / 'cache'}")
+    pytester.runpytest_subprocess(*args).assert_outcomes(passed=10)
+    assert len(_workers(notes)["test_a"]) == 1          # the six tests fed by `data` ran on one worker
+    notes.unlink()
+    pytester.runpytest_subprocess(*args, "--privleak-group=off").assert_outcomes(passed=10)
+    assert len(_workers(notes)["test_a"]) == 2          # plain --dist load spreads them
+
+
+def test_the_scheduler_takes_each_tests_group_from_the_workers_file(tmp_path):
+    from pytest_privleak.scheduling import GroupScheduling
+
+    (tmp_path / "gw0.json").write_text(json.dumps({"t.py::a": "g", "t.py::b": "g"}))
+    scheduler = GroupScheduling.__new__(GroupScheduling)
+    scheduler.folder, scheduler._groups = tmp_path, None
+    assert scheduler._split_scope("t.py::a") == scheduler._split_scope("t.py::b") == "group:g"
+    assert scheduler._split_scope("t.py::c") == "t.py::c"
+
+
+LDP_TEST = """
+from pytest_privleak.ldp import SUE
+from pytest_privleak.ldp.assertion import measure_ldp
+
+def test_audit():
+    result = measure_ldp(SUE(k=5, epsilon=1.0), samples=5_000, train_samples=1_000, val_samples=2_000, progress=None)
+    print("CACHE:", result.evidence.get("result cache", "computed"), "VALUE:", repr(result.value))
+"""
+
+
+def test_a_second_run_loads_the_result_and_privleak_rerun_recomputes_it(pytester):
+    pytester.makepyfile(test_ldp=LDP_TEST)
+    args = (*SPEED, "-s", "-p", "no:cacheprovider", f"--privleak-cache-dir={pytester.path / 'cache'}")
+
+    def run(*extra):
+        result = pytester.runpytest_subprocess(*args, *extra)
+        result.assert_outcomes(passed=1)
+        line = next(line for line in result.outlines if "CACHE:" in line)
+        return line.split("CACHE:")[1].split("VALUE:")[0].strip(), line.split("VALUE:")[1].strip()
+
+    first, value = run()
+    assert first == "computed"
+    assert len(list((pytester.path / "cache" / "results").glob("*.json"))) == 1
+    second, again = run()
+    assert second.startswith("loaded from the result cache (key ") and again == value
+    third, rerun_value = run("--privleak-rerun")
+    assert third == "computed" and rerun_value == value
