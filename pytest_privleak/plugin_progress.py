@@ -197,7 +197,6 @@ class ControllerProgress:
         self.display = display
         self.folder = None
         self.poller = None
-        self.remote: set[str] = set()
         self._lock = threading.Lock()
         self.previous = progress.set_sink(self.sink)
 
@@ -223,7 +222,6 @@ class ControllerProgress:
         worker = node.workerinput.get("workerid", "?")
         if self.folder is None or self.folder.has_worker(worker):
             return
-        self.remote.add(worker)
         spec = getattr(getattr(node, "gateway", None), "spec", None)
         where = f" (ssh={spec.ssh})" if getattr(spec, "ssh", None) else ""
         self.display.handle(progress.Event(progress.NOTE, line=(

@@ -47,7 +47,8 @@ class Event:
     """One progress event; JSON-safe, so an xdist worker can hand it to the controller.
 
     ``target``: what the event is about (``"joint-bilstm-crf 3fa9c2e1"``, ``"ldp KRR(k=3, epsilon=1)"``);
-    ``done``/``total``: epochs or samples so far and planned; ``eta``/``seconds``: seconds left / taken;
+    ``done``/``total``: epochs or samples so far and planned; ``eta``/``seconds``: seconds left / taken
+    (``eta_at_most``: the ETA is an upper bound, e.g. training with early stopping);
     ``source``: for DONE where the target came from, for WAIT who holds what it waits for;
     ``line``: the plain stderr line of the event (printed when no sink is installed);
     ``worker``/``host``: filled in by the sink of an xdist worker; ``time``: ``time.time()`` at emission.
@@ -58,6 +59,7 @@ class Event:
     done: float | None = None
     total: float | None = None
     eta: float | None = None
+    eta_at_most: bool | None = None
     seconds: float | None = None
     source: str | None = None
     unit: str = "epoch"

@@ -64,6 +64,7 @@ class _Task:
     total: float | None = None
     unit: str = "epoch"
     eta: float | None = None
+    eta_at_most: bool = False
     phase: str | None = None
     waiting: str | None = None
     last_line: float = 0.0
@@ -78,7 +79,8 @@ class _Task:
             return self.waiting
         if self.done is None or not self.total:
             return "training"
-        eta = f", ETA {describe_seconds(self.eta)}" if self.eta is not None else ""
+        bound = "at most " if self.eta_at_most else ""
+        eta = f", ETA {bound}{describe_seconds(self.eta)}" if self.eta is not None else ""
         if self.unit == "epoch":
             return f"epoch {self.done:.0f}/{self.total:.0f}{eta}"
         phase = f"{self.phase}: " if self.phase else ""
@@ -134,6 +136,7 @@ class Display:
         elif event.kind in (progress.EPOCH, progress.AUDIT):
             task.waiting = None
             task.done, task.total, task.eta = event.done, event.total, event.eta
+            task.eta_at_most = bool(event.eta_at_most)
             task.unit, task.phase = event.unit, event.phase
             if self.verbosity >= 0 and not self.live:
                 now = self.clock()

@@ -213,6 +213,15 @@ def test_live_mode_rewrites_one_status_line_for_all_open_targets_of_all_workers(
     assert out.statuses[-1] == "" and display.tasks == {}
 
 
+def test_with_early_stopping_the_eta_is_shown_as_an_upper_bound(events):
+    train_target("joint-bilstm-crf", tiny_data(), cache=None, seed=0, **{**TINY, "early_stopping": True})
+    assert [e.eta_at_most for e in events if e.kind == progress.EPOCH] == [True, True]
+    out = Lines()
+    display = Display(out, live=True, host="here")
+    display.handle(Event(progress.EPOCH, "t 1234abcd", done=20, total=100, eta=399.0, eta_at_most=True))
+    assert out.statuses == ["[privleak] t 1234abcd: epoch 20/100, ETA at most 6 min 39 s"]
+
+
 def test_an_audit_line_counts_samples_and_its_final_line_says_how_many():
     out, clock = Lines(), Clock()
     display = Display(out, live=False, clock=clock, host="here")

@@ -161,11 +161,11 @@ class _Progress:
 
     Without a progress sink each epoch is one line on stderr (pytest captures it
     unless ``-s``); under pytest the plugin shows it live instead. The ETA
-    assumes every remaining epoch runs (early stopping may end sooner).
+    assumes every remaining epoch runs: with early stopping it is an upper bound.
     """
 
-    def __init__(self, name: str, epochs: int, enabled: bool) -> None:
-        self.name, self.epochs, self.enabled = name, epochs, enabled
+    def __init__(self, name: str, epochs: int, enabled: bool, early_stopping: bool = False) -> None:
+        self.name, self.epochs, self.enabled, self.early_stopping = name, epochs, enabled, early_stopping
         self.start = time.perf_counter()
 
     def epoch(self, row: dict, best: bool) -> None:
@@ -177,7 +177,7 @@ class _Progress:
             elapsed = time.perf_counter() - self.start
             eta = elapsed / row["epoch"] * (self.epochs - row["epoch"])
             progress.emit(progress.EPOCH, self.name, done=row["epoch"], total=self.epochs, eta=eta,
-                          seconds=elapsed, line=line)
+                          eta_at_most=self.early_stopping or None, seconds=elapsed, line=line)
 
 
 def fit(
@@ -219,7 +219,7 @@ def fit(
                      for i in range(0, len(valid_items), eval_batch_size)]
     history = TrainingHistory()
     best_loss, best_state, stale = math.inf, None, 0
-    report = _Progress(name, epochs, progress)
+    report = _Progress(name, epochs, progress, early_stopping)
     start = time.perf_counter()
     for epoch in range(1, epochs + 1):
         tick = time.perf_counter()
