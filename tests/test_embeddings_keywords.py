@@ -76,3 +76,25 @@ def test_subspace_projection_moves_the_white_box_attack_toward_chance(setup):
           f"utility {u_raw.accuracy:.3f} -> {u_def.accuracy:.3f} (cost {u_raw.accuracy - u_def.accuracy:+.3f})")
     assert raw.label != after.label and after.label.startswith("subspace(beta=0.1")
     assert after.value - 0.5 < 0.6 * (raw.value - 0.5)
+
+
+def test_each_keyword_is_standardised_with_its_own_statistics_by_hand():
+    from pytest_privleak.embeddings.keywords import _standardise
+
+    # keyword 0 trains on 0, 2; keyword 1 on 10, 30 (one dimension); the victim is 4
+    x, v = torch.tensor([[[0.0], [2.0]], [[10.0], [30.0]]]), torch.tensor([[4.0]])
+    xs, vs = _standardise(x, v, with_victims=False)
+    # keyword 0: mean 1, std sqrt(2); keyword 1: mean 20, std sqrt(200)
+    torch.testing.assert_close(xs[:, :, 0], torch.tensor([[-2 ** -0.5, 2 ** -0.5], [-2 ** -0.5, 2 ** -0.5]]))
+    torch.testing.assert_close(vs[:, 0, 0], torch.tensor([3 / 2 ** 0.5, -16 / 200 ** 0.5]))
+    # black-box: the victim joins each keyword's statistics (keyword 0: 0, 2, 4 -> mean 2, std 2)
+    _, vb = _standardise(x, v, with_victims=True)
+    assert vb[0, 0, 0].item() == pytest.approx(1.0, rel=1e-6)
+
+
+def test_dann_reports_its_accuracy_after_every_epoch(setup):
+    encoder, victims, _, public = setup
+    r = measure_keyword_inference(encoder, KEYWORDS, victims=victims, public=public, setting="black-box", epochs=6)
+    assert 0.5 <= r.extra["dann_epoch_mean_accuracy"] <= r.extra["dann_epoch_best_accuracy"] <= 1.0
+    assert r.value <= r.extra["dann_epoch_best_accuracy"]              # the final model is one of the epochs
+    assert "over the epochs" in r.evidence and "mean" in r.evidence["over the epochs"]
