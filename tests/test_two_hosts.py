@@ -245,6 +245,15 @@ def test_two_hosts_train_each_target_once_and_agree_with_one_host(network, tmp_p
         # the run's output (captured sections of passed tests, -rA) says the same: trained once, by that host
         assert re.findall(rf"cache entry {key[:16]}: trained on host '(\w+)'", out) in ([], [trainers[key]])
     assert set(trainers.values()) <= set(HOSTS) and not list(store.glob("*.lease.json"))
+    # the report says it too: per target, the one test whose model was trained (not loaded) ran on that host
+    # (results whose target records loaded_from_cache: the exposure ones; CEA's target facts leave it out)
+    uses = [(r["target_hash"], t["host"], r["target"].get("loaded_from_cache"), t["nodeid"].split("::")[-1])
+            for t in report["tests"] for r in t["results"]]
+    assert {h for h, *_ in uses} == set(published)
+    flagged = {h for h, _, loaded, _ in uses if loaded is not None}
+    assert flagged, uses
+    for key in flagged:
+        assert [host for h, host, loaded, _ in uses if h == key and loaded is False] == [trainers[key]], uses
     downloads = re.findall(r"cache entry (\w{16}): downloaded from sftp://\S+ \(trained by host '(\w+)'", out)
     assert all(trainers[next(k for k in trainers if k.startswith(short))] == host for short, host in downloads)
 
@@ -258,8 +267,10 @@ def test_two_hosts_train_each_target_once_and_agree_with_one_host(network, tmp_p
     assert _figures(report) == _figures(reference) and len(_figures(report)) >= 3
     print(f"\ntwo hosts: {two_hosts_s:.0f} s, one host -n 2: {one_host_s:.0f} s; trained by: "
           + ", ".join(f"{k[:16]} on {h}" for k, h in sorted(trainers.items()))
-          + "; downloaded: " + (", ".join(f"{k} (from {h})" for k, h in downloads) or "none shown")
-          + "; tests: " + ", ".join(f"{t['nodeid'].split('::')[-1]} on {t['host']}" for t in report["tests"]))
+          + "; downloaded: " + (", ".join(f"{k} (from {h})" for k, h in downloads) or "none shown"))
+    for key, host, loaded, test in sorted(uses):
+        how = {True: "loaded", False: "TRAINED", None: "used"}[loaded]
+        print(f"  target {key[:16]}: {how} on {host} for {test}")
 
 
 def test_a_host_killed_while_it_holds_a_lease_is_a_crash_and_the_other_host_takes_over(network, tmp_path):
