@@ -357,6 +357,7 @@ def test_live_mode_rewrites_in_place_and_quiet_shows_only_final_lines(pytester, 
     assert "[privleak]" not in _run(pytester, project, "-p", "no:terminal")  # no reporter, no display, no crash
 
 
+@pytest.mark.slow  # three processes importing torch: 20 s idle, about a minute on a loaded machine
 def test_under_xdist_each_target_gets_one_line_labelled_with_its_worker(pytester, project):
     # gw1 plays a worker on another host: the controller's folder is not there for it
     pytester.makeconftest('''
