@@ -171,10 +171,10 @@ class Display:
             return f"training failed after {took}{epochs}"
         return f"trained in {took}{epochs}"
 
-    def close(self, worker: str | None = None, *, every_worker: bool = False) -> None:
+    def close(self, worker: str | None = None) -> None:
         """Forget the open tasks of ``worker`` (its test ended or it went down without closing them)."""
         with self._lock:
-            closed = [k for k in self.tasks if every_worker or k[0] == worker]
+            closed = [k for k in self.tasks if k[0] == worker]
             for key in closed:
                 del self.tasks[key]
             if closed and self.live and self.tasks:
