@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import secrets
 import shutil
 import tempfile
@@ -45,12 +46,35 @@ _FORWARDED_ALWAYS = frozenset({progress.START, progress.DONE, progress.AUDIT_DON
 
 
 class RunFolder:
-    """The controller's folder for one run: created on demand, removed at the end."""
+    """The controller's folder for one run: created on demand, removed at the end.
 
-    def __init__(self) -> None:
-        self.path = Path(tempfile.mkdtemp(prefix="privleak-progress-"))
+    A controller that was killed cannot remove its folder; the next run on this
+    host removes the folders whose controller is no longer running.
+    """
+
+    PREFIX = "privleak-progress-"
+
+    def __init__(self, parent: str | None = None) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix=self.PREFIX, dir=parent))
         self.token = secrets.token_hex(8)
-        (self.path / TOKEN_FILE).write_text(json.dumps({"token": self.token}), encoding="utf-8")
+        (self.path / TOKEN_FILE).write_text(json.dumps({"token": self.token, "pid": os.getpid()}), encoding="utf-8")
+        self.remove_stale(self.path.parent)
+
+    @classmethod
+    def remove_stale(cls, parent: Path) -> list[Path]:
+        """Remove the run folders in ``parent`` whose controller (a PID on this host) has exited."""
+        from .cache_lock import pid_alive
+
+        removed = []
+        for folder in parent.glob(cls.PREFIX + "*"):
+            try:
+                pid = int(json.loads((folder / TOKEN_FILE).read_text(encoding="utf-8"))["pid"])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # being created, or not ours: leave it
+            if not pid_alive(pid):
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(folder)
+        return removed
 
     def workerinput(self) -> dict[str, str]:
         return {"dir": str(self.path), "token": self.token}

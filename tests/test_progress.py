@@ -265,6 +265,18 @@ def test_worker_events_reach_the_controller_whole_and_throttled(tmp_path, no_sin
     assert not folder.path.exists()
 
 
+def test_the_folder_of_a_killed_controller_is_removed_by_the_next_run(tmp_path):
+    dead = tmp_path / (RunFolder.PREFIX + "dead")
+    dead.mkdir()
+    (dead / "run.json").write_text(json.dumps({"token": "t", "pid": 2 ** 22 + 12345}))  # above Linux's pid_max
+    alive = RunFolder(parent=str(tmp_path))
+    try:
+        assert not dead.exists() and alive.path.exists()
+        assert RunFolder.remove_stale(tmp_path) == []  # a running controller's folder stays
+    finally:
+        alive.remove()
+
+
 def test_a_worker_that_cannot_reach_the_folder_keeps_its_final_events_for_the_report(tmp_path):
     folder = RunFolder()
     try:
