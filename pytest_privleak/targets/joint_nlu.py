@@ -433,4 +433,4 @@ def train(dataset, *, device: str = "cpu", cache=None, seed: int = 0, progress: 
         KIND, JointNLUConfig, config, dataset, device=device, cache=cache, seed=seed,
         build=lambda cfg, dev, key: build(dataset, cfg, device=dev, seed=seed, content_hash=key, progress=progress,
                                         threads=threads),
-        save=_save, load=lambda folder, dev: _load(folder, dev, threads))
+        save=_save, load=lambda folder, dev: _load(folder, dev, threads), progress=progress)

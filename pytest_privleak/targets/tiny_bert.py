@@ -214,7 +214,7 @@ def pretrain_tiny_bert(*, cache=None, seed: int = 0, device: str = "cpu", **conf
                         "corpus": content_hash(corpus), "code_version": training.CODE_VERSION})
     torch_device = torch.device(device)
     bert, _ = training.cached(cache, key, build=lambda: _pretrain(cfg, seed, key), save=_save,
-                              load=lambda folder: _load(folder, torch_device))
+                              load=lambda folder: _load(folder, torch_device), name=f"{KIND} {key[:8]}")
     return bert if bert.model.device == torch_device else TinyBert(
         bert.model.to(torch_device), bert.tokenizer, bert.config, content_hash=bert.content_hash,
         history=bert.history, loaded_from_cache=bert.loaded_from_cache)

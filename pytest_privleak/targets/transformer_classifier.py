@@ -398,5 +398,5 @@ def train(dataset, *, device: str = "cpu", cache=None, seed: int = 0, **config) 
     key = content_hash({"kind": KIND, "dataset": dataset.content_hash(), "config": cfg, "seed": seed,
                         "base": base_id, "device_type": torch_device.type, "code_version": training.CODE_VERSION})
     target, _ = training.cached(cache, key, build=lambda: _build(dataset, cfg, seed, torch_device, base(), key),
-                                save=_save, load=lambda f: _load(f, torch_device))
+                                save=_save, load=lambda f: _load(f, torch_device), name=f"{KIND} {key[:8]}")
     return target
