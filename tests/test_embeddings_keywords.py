@@ -98,3 +98,26 @@ def test_dann_reports_its_accuracy_after_every_epoch(setup):
     assert 0.5 <= r.extra["dann_epoch_mean_accuracy"] <= r.extra["dann_epoch_best_accuracy"] <= 1.0
     assert r.value <= r.extra["dann_epoch_best_accuracy"]              # the final model is one of the epochs
     assert "over the epochs" in r.evidence and "mean" in r.evidence["over the epochs"]
+
+
+def test_keyword_inference_reads_cities_from_airline_reviews_white_box_and_dann(setup):
+    """§VI's second case (Airline, city names): the generated airline-style stand-in, both settings."""
+    from pytest_privleak.embeddings.corpora import AIRLINE_KEYWORDS
+
+    encoder, _, _, public = setup
+    victims, shadow, _ = default_corpora(600, 0, "airline")
+    cities = ("london", "paris", "tokyo")
+    assert set(cities) <= set(AIRLINE_KEYWORDS)
+    white = measure_keyword_inference(encoder, cities, victims=victims, shadow=shadow, name="tiny airline wb")
+    black = measure_keyword_inference(encoder, cities, victims=victims, public=public, setting="black-box", epochs=15,
+                                      name="tiny airline dann")
+    assert white.interval[0] > 0.85, white.explain()
+    assert black.interval[0] > 0.6, black.explain()
+    assert "london" in white.evidence["per keyword"] and "read in" in white.evidence["recovered"]
+
+
+def test_default_corpora_name_the_stand_in_or_refuse():
+    victims, shadow, public = default_corpora(50, 0, "airline")
+    assert len(victims) == 50 and len(shadow) == 5 and all("salad" in t.split() for t in public)
+    with pytest.raises(ValueError, match=r"corpus='yelp'.*fix: one of \['airline', 'medical'\]"):
+        default_corpora(50, 0, "yelp")

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..results import LeakResult, record
-from .corpora import medical_corpus, restaurant_corpus
+from .corpora import airline_corpus, medical_corpus, restaurant_corpus
 from .describe import check_name, check_tolerance, encoder_facts, encoder_label
 from .keywords import KeywordMeasurement, check_keywords, infer_keywords
 
@@ -29,15 +29,22 @@ REMEDY = ("the embeddings tell which sensitive words the texts hold (privacy-ris
           "the paper's best trade-off (DANN at chance at beta=0.01, utility down ~15 points), privacy_preserving_"
           "mapping, laplace_noise, rounded), measure the utility it keeps with measure_utility, and re-run this "
           "assertion on the wrapped encoder")
+STAND_INS = {"medical": medical_corpus, "airline": airline_corpus}
 MODEL_NAMES = {"svm": "linear SVM (hinge loss in torch; no SVM library is a dependency)",
                "mlp": "MLP 80 sigmoid units", "dann": "DANN (25-unit domain-invariant E, gradient reversal)"}
 
 
-def default_corpora(n_victims: int, seed: int) -> tuple[list[str], list[str], list[str]]:
-    """Generated stand-ins: (victims, shadow, public) with victims : shadow = 10 : 1 (§VI-C)."""
-    medical = medical_corpus(n_victims + max(1, n_victims // 10), np.random.default_rng([seed, 21])).texts
+def default_corpora(n_victims: int, seed: int, corpus: str = "medical") -> tuple[list[str], list[str], list[str]]:
+    """Generated stand-ins: (victims, shadow, public) with victims : shadow = 10 : 1 (§VI-C).
+
+    ``corpus``: ``"medical"`` (body-part keywords, MEDICAL_KEYWORDS) or
+    ``"airline"`` (city keywords, AIRLINE_KEYWORDS), the paper's two cases.
+    """
+    if corpus not in STAND_INS:
+        raise ValueError(f"corpus={corpus!r} is not a generated stand-in; fix: one of {sorted(STAND_INS)}")
+    texts = STAND_INS[corpus](n_victims + max(1, n_victims // 10), np.random.default_rng([seed, 21])).texts
     public = restaurant_corpus(2000, np.random.default_rng([seed, 22])).texts
-    return medical[:n_victims], medical[n_victims:], public
+    return texts[:n_victims], texts[n_victims:], public
 
 
 def _result(encoder: Any, m: KeywordMeasurement, threshold: float | None, name: str | None,
