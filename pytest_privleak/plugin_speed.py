@@ -78,6 +78,34 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_PREVIOUS_KEY] = result_cache.activate(cache)
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """xdist worker: hand this worker's result-cache counts to the controller."""
+    cache = session.config.stash.get(_CACHE_KEY, None)
+    if cache is not None and hasattr(session.config, "workeroutput"):
+        session.config.workeroutput[_COUNTS] = {"loaded": len(cache.loaded), "stored": len(cache.stored)}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    counts = (getattr(node, "workeroutput", None) or {}).get(_COUNTS)
+    if counts:
+        total = node.config.stash.setdefault(_TOTALS_KEY, {"loaded": 0, "stored": 0})
+        for key in total:
+            total[key] += int(counts.get(key, 0))
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """One line: how many attack results were loaded from the result cache and how many computed and stored."""
+    cache = config.stash.get(_CACHE_KEY, None)
+    total = config.stash.get(_TOTALS_KEY, None) or (
+        {"loaded": len(cache.loaded), "stored": len(cache.stored)} if cache is not None else None)
+    if total and (total["loaded"] or total["stored"]) and config.get_verbosity() >= 0:
+        terminalreporter.write_line(
+            f"privleak result cache: {total['loaded']} result(s) loaded, {total['stored']} computed and stored"
+            + (" (--privleak-rerun)" if config.getoption("privleak_rerun", False) else
+               "; --privleak-rerun recomputes them" if total["loaded"] else ""))
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     folder = config.stash.get(_GROUPS_DIR_KEY, None)
     if folder is not None:
@@ -92,6 +120,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 _GROUPS_FILE = "privleak_groups_file"
+_COUNTS = "privleak_result_cache"
+_TOTALS_KEY = pytest.StashKey[dict]()
 _GROUPS_DIR_KEY = pytest.StashKey[object]()
 _CACHE_KEY = pytest.StashKey[object]()
 _PREVIOUS_KEY = pytest.StashKey[object]()

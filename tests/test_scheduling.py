@@ -95,19 +95,34 @@ def test_audit():
 
 
 def test_a_second_run_loads_the_result_and_privleak_rerun_recomputes_it(pytester):
+    from pytest_privleak import result_cache
+    from pytest_privleak.ldp import SUE
+    from pytest_privleak.ldp.assertion import measure_ldp
+
+    previous = result_cache.activate(None)   # warm-up outside any cache: the in-process runs below then
+    try:                                      # find numpy/scipy's compiled modules already imported
+        measure_ldp(SUE(k=5, epsilon=1.0), samples=5_000, train_samples=1_000, val_samples=2_000, progress=None)
+    finally:
+        result_cache.activate(previous)
     pytester.makepyfile(test_ldp=LDP_TEST)
     args = (*SPEED, "-s", "-p", "no:cacheprovider", f"--privleak-cache-dir={pytester.path / 'cache'}")
 
+    pytester_lines: list[str] = []
+
     def run(*extra):
-        result = pytester.runpytest_subprocess(*args, *extra)
+        # In-process (no interpreter and torch start-up per run); importlib mode imports the file afresh.
+        result = pytester.runpytest(*args, "--import-mode=importlib", *extra)
         result.assert_outcomes(passed=1)
+        pytester_lines.append(result.stdout.str())
         line = next(line for line in result.outlines if "CACHE:" in line)
         return line.split("CACHE:")[1].split("VALUE:")[0].strip(), line.split("VALUE:")[1].strip()
 
     first, value = run()
     assert first == "computed"
+    assert "privleak result cache: 0 result(s) loaded, 1 computed and stored" in pytester_lines[-1]
     assert len(list((pytester.path / "cache" / "results").glob("*.json"))) == 1
     second, again = run()
     assert second.startswith("loaded from the result cache (key ") and again == value
+    assert "privleak result cache: 1 result(s) loaded, 0 computed and stored; --privleak-rerun" in pytester_lines[-1]
     third, rerun_value = run("--privleak-rerun")
     assert third == "computed" and rerun_value == value

@@ -1,0 +1,129 @@
+"""The sample project's suite cold, warm and ``-n 2`` cold, side by side, with the ratios against the goals.
+
+Issue 11 item 6: warm cache / cold <= 0.1, and ``-n 2`` cold / ``-n 0`` cold
+<= 0.6 on 2 cores. Each repeat copies ``sample_project`` (code and tests, not
+its cache) to a temporary folder and runs, one after the other:
+
+* cold   ``-n 0`` with an empty cache folder (targets trained, attacks run);
+* warm   ``-n 0`` again on that folder (targets and attack results cached);
+* n2     ``-n 2`` with another empty cache folder.
+
+Each line gives the wall time and the 1-minute load average before and
+after (``os.getloadavg``): on a shared machine the ratios of one repeat are
+comparable, absolute times are not. The three runs' reports are compared:
+every figure (value and interval) must be the same cold, warm and under
+``-n 2``. Usage::
+
+    python bench/bench_suite.py [--repeats 1] [--keep]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "sample_project"
+GOAL_WARM, GOAL_N2 = 0.1, 0.6
+
+
+def speed_plugin_args() -> list[str]:
+    """``-p pytest_privleak.plugin_speed`` while plugin.py does not register it itself."""
+    from pytest_privleak import plugin
+
+    return [] if "pytest_privleak.plugin_speed" in getattr(plugin, "pytest_plugins", []) else \
+        ["-p", "pytest_privleak.plugin_speed"]
+
+
+def copy_sample(into: Path) -> Path:
+    project = into / "sample_project"
+    shutil.copytree(SAMPLE, project, ignore=shutil.ignore_patterns(".privleak-cache", "privleak-report",
+                                                                    "__pycache__", ".pytest_cache"))
+    return project
+
+
+def figures(report: Path) -> dict[tuple, tuple]:
+    """``(nodeid, attack, metric, label) -> (value, interval)`` of every result in a ``report.json``."""
+    data = json.loads((report / "report.json").read_text(encoding="utf-8"))
+    return {(test["nodeid"], r["attack"], r["metric"], r.get("label")): (r["value"], r.get("interval"))
+            for test in data.get("tests", []) for r in test.get("results", [])}
+
+
+def compare(runs: dict[str, dict]) -> str:
+    """Whether every run gave the same figures (value and interval) for every result."""
+    found = {name: run["figures"] for name, run in runs.items() if run.get("figures") is not None}
+    if len(found) < 2:
+        return "not compared (a report is missing)"
+    first_name, first = next(iter(found.items()))
+    differ = [f"{name}: {key} {first.get(key)} vs {figs.get(key)}" for name, figs in found.items()
+              for key in sorted(set(first) | set(figs), key=str) if first.get(key) != figs.get(key)]
+    if differ:
+        return "DIFFER: " + "; ".join(differ[:5])
+    return f"identical ({len(first)} results in {', '.join(found)})"
+
+
+def run_suite(project: Path, cache: Path, report: Path, *extra: str) -> dict:
+    """One pytest run of the sample project; wall seconds, exit code, loads, the summary line, its figures."""
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--privleak-cache-dir={cache}",
+           f"--privleak-report={report}", *speed_plugin_args(), *extra]
+    load_before = os.getloadavg()[0]
+    start = time.perf_counter()
+    done = subprocess.run(cmd, cwd=project, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    tail = [line for line in done.stdout.splitlines() if " in " in line and ("passed" in line or "failed" in line)]
+    try:
+        found = figures(report)
+    except (OSError, ValueError, KeyError):
+        found = None
+    return {"seconds": seconds, "rc": done.returncode, "load": (load_before, os.getloadavg()[0]),
+            "summary": tail[-1].strip("= ") if tail else done.stdout[-400:] + done.stderr[-400:],
+            "figures": found}
+
+
+def line(name: str, run: dict) -> str:
+    return (f"  {name:<6} {run['seconds']:7.1f} s   load {run['load'][0]:4.1f} -> {run['load'][1]:4.1f}   "
+            f"exit {run['rc']}   {run['summary']}")
+
+
+def verdict(ratio: float, goal: float) -> str:
+    return f"{ratio:.2f} (goal <= {goal}: {'met' if ratio <= goal else 'NOT met'})"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folders (prints where)")
+    args = parser.parse_args()
+    print(f"sample project suite, {os.cpu_count()} CPUs, python {sys.version.split()[0]}")
+    status = 0
+    for repeat in range(1, args.repeats + 1):
+        work = Path(tempfile.mkdtemp(prefix="privleak-bench-suite-"))
+        try:
+            project = copy_sample(work)
+            cold = run_suite(project, work / "cache-n0", work / "report-cold")
+            warm = run_suite(project, work / "cache-n0", work / "report-warm")
+            n2 = run_suite(project, work / "cache-n2", work / "report-n2", "-n", "2")
+            print(f"repeat {repeat}:")
+            for name, run in (("cold", cold), ("warm", warm), ("n2", n2)):
+                print(line(name, run))
+                status |= run["rc"]
+            print(f"  warm / cold      = {verdict(warm['seconds'] / cold['seconds'], GOAL_WARM)}")
+            print(f"  -n 2 / -n 0 cold = {verdict(n2['seconds'] / cold['seconds'], GOAL_N2)}")
+            print(f"  figures          : {compare({'cold': cold, 'warm': warm, 'n2': n2})}")
+            sys.stdout.flush()
+        finally:
+            if args.keep:
+                print(f"  kept {work}")
+            else:
+                shutil.rmtree(work, ignore_errors=True)
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
