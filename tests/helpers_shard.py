@@ -86,11 +86,22 @@ def read_report(folder: Path) -> dict:
 RUN_SPECIFIC_RUN = ("workers", "xdist", "merged_from", "shard")
 
 
+def _untimed(result: dict) -> dict:
+    """A result without the wall-clock ``seconds`` an attack or a training run notes in ``extra``/``target``."""
+    out = dict(result)
+    for name in ("extra", "target"):
+        if isinstance(out.get(name), dict):
+            out[name] = {k: v for k, v in out[name].items() if k != "seconds"}
+    return out
+
+
 def comparable(report: dict) -> dict:
-    """``report`` without what depends on how it was run: time, durations, workers, shard bookkeeping."""
+    """``report`` without what depends on how it was run: time, durations (also the ``seconds`` in results),
+    workers, shard bookkeeping."""
     out = {k: v for k, v in report.items() if k not in ("created",)}
     out["run"] = {k: v for k, v in report["run"].items() if k not in RUN_SPECIFIC_RUN}
-    out["tests"] = [{k: v for k, v in t.items() if k not in ("duration", "worker")} for t in report["tests"]]
+    out["tests"] = [{**{k: v for k, v in t.items() if k not in ("duration", "worker")},
+                     "results": [_untimed(r) for r in t["results"]]} for t in report["tests"]]
     if report.get("baseline"):
         out["baseline"] = {k: v for k, v in report["baseline"].items() if k != "path"}
     return out

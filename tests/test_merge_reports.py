@@ -135,6 +135,17 @@ def test_the_same_figures_in_two_folders_are_kept_once(runs):
     assert len(_merge_in_process(runs, "full", "full")["tests"]) == 14
 
 
+def test_timings_and_places_do_not_count_as_different_figures(runs):
+    other = report(runs, "full")
+    for test in other["tests"]:
+        for result in test["results"]:
+            result["extra"]["seconds"], result["target"]["seconds"], result["device"] = 9.5, 2.0, "cuda:1"
+    assert len(merge_reports([("full", report(runs, "full")), ("other", other)])["tests"]) == 14
+    other["tests"][0]["results"][0]["extra"]["bits"] = 1.0                 # a figure: refused
+    with pytest.raises(MergeError, match=r"with different figures \(extra"):
+        merge_reports([("full", report(runs, "full")), ("other", other)])
+
+
 def test_reports_of_different_seeds_are_refused(runs):
     other = {**report(runs, "full")}
     other["run"] = {**other["run"], "seed": 1}

@@ -4,8 +4,8 @@ Each shard's report is read with the report model (:func:`model.load_report`:
 strict JSON, version, structure), then the shards must agree: the same seed,
 and, when they were split by ``--privleak-shard``, the same number of shards
 and durations file with every shard present once. A test or result key found
-in two shards is kept once when both shards measured the same figures, and
-refused otherwise (a test ran on two shards and the merge cannot tell which
+in two shards is kept once when both shards measured the same figures (where
+it ran and wall-clock ``seconds`` aside), and refused otherwise (a test ran on two shards and the merge cannot tell which
 figure is the run's). The merged report is built by :func:`model.build_report`
 (summary recomputed); each test's and worker's id is prefixed with the folder
 it came from, and ``run.merged_from`` lists the folders.
@@ -20,6 +20,8 @@ from .model import ReportFileError, build_report, load_report
 REPORT_NAME = "report.json"
 #: Result fields that say where a result ran, not what it measured; they may differ between shards.
 PLACE_FIELDS = ("device", "host")
+#: Wall-clock timings inside a result's ``extra`` and ``target`` (e.g. ``seconds``): different every run.
+TIMING_KEYS = ("seconds",)
 _SHARD_FIX = ("re-run the shard jobs with the same options and --privleak-report=DIR, and pass every shard's "
               "folder once")
 
@@ -104,7 +106,12 @@ def _check_split(shards: list[tuple[str, dict[str, Any]]]) -> None:
 
 
 def _measured(result: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in result.items() if k not in PLACE_FIELDS}
+    """What a result measured: without where it ran and how long it took."""
+    out = {k: v for k, v in result.items() if k not in PLACE_FIELDS}
+    for name in ("extra", "target"):
+        if isinstance(out.get(name), dict):
+            out[name] = {k: v for k, v in out[name].items() if k not in TIMING_KEYS}
+    return out
 
 
 def _difference(a: dict[str, Any], b: dict[str, Any]) -> str:
