@@ -7,6 +7,11 @@ the merge can check that every shard of one split is there exactly once.
 shards' report.json (:mod:`report.merge`), and the result is gated, written
 and saved exactly as a normal run's (``ResultCollector.finish``), so one
 merged verdict gates the pull request.
+
+Durations come from their own option, ``--privleak-shard-durations``, not from
+``--privleak-baseline``: a shard must not gate (compared with the whole
+baseline, every other shard's entries would be "missing"), yet it needs the
+durations of main's last run, which is that same file.
 """
 from __future__ import annotations
 
