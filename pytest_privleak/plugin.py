@@ -69,9 +69,8 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = config.stash[SETTINGS_KEY]
     if hasattr(config, "workerinput"):  # an xdist worker: pin its GPU, hand results over at the end
         from .collector import WorkerRecorder
-        from .device import pin_this_worker
 
-        pin_this_worker(config.workerinput.get("workerid"), list(settings.devices) or None, settings.device)
+        # plugin_hosts pinned this worker's GPU already (by its index on its own host).
         config.pluginmanager.register(WorkerRecorder(config, lambda: config.stash.get(DEVICE_KEY, None)),
                                       "privleak-worker")
         return
@@ -116,11 +115,11 @@ def _settings(request: pytest.FixtureRequest) -> Settings:
 
 @pytest.fixture(scope="session")
 def privleak_device(request: pytest.FixtureRequest) -> str:
-    """The torch device of this process: xdist worker ``gwK`` gets GPU ``K mod count``, else CPU."""
+    """The torch device of this process: worker K of its host gets that host's GPU ``K mod count``, else CPU."""
     from .device import resolve_device, select_torch_device
 
     settings = _settings(request)
-    worker = getattr(request.config, "workerinput", {}).get("workerid")
+    worker = getattr(request.config, "workerinput", None)
     try:
         device = resolve_device(settings.device, worker, list(settings.devices) or None)
     except ValueError as exc:
@@ -141,7 +140,8 @@ def privleak_cache(request: pytest.FixtureRequest):
     """The content-addressed cache of trained targets (``--privleak-cache-dir``: a folder or a URL)."""
     from .cache_url import open_cache
 
-    return open_cache(_settings(request).cache_dir)
+    settings = _settings(request)
+    return open_cache(settings.cache_dir, lease_ttl=settings.cache_lease_ttl)
 
 
 @pytest.fixture(scope="session")

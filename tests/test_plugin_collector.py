@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from types import SimpleNamespace
 
 from pytest_privleak.collector import PAYLOAD_KEY, ResultCollector, WorkerRecorder
@@ -41,8 +42,9 @@ def test_results_seen_on_both_channels_are_counted_once_and_payload_fills_the_ga
     assert [(c.nodeid, c.result.label, c.outcome) for c in collector.collected] == [
         ("t.py::a", "x", "passed"), ("t.py::a", "y", "passed"), ("t.py::b", "z", "failed")]
     report = collector.build()
-    assert report["run"]["workers"] == [{"id": "gw1", "device": "cuda:1", "gpu": None, "status": "ok",
-                                         "error": None, "crashed_test": None}]
+    assert report["run"]["workers"] == [{"id": "gw1", "host": None, "hostname": socket.gethostname(),
+                                         "device": "cuda:1", "gpu": None, "status": "ok", "error": None,
+                                         "crashed_test": None}]
     assert json.loads(out[PAYLOAD_KEY])["worker"] == "gw1"
 
 

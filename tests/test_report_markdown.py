@@ -81,3 +81,17 @@ def test_the_gate_block_cannot_be_closed_by_a_label():
     assert "```" in block and "[click](http://x)]" in block  # the label's own lines, still inside the block
     assert all(not (set(line) == {"`"} and len(line) >= len(lines[start])) for line in block)
     assert fenced(["a ````` b"])[0] == "``````"
+
+
+def test_a_crashed_worker_on_another_host_is_named_with_its_host_as_inert_text():
+    result = LeakResult(attack="cea", metric="accuracy", value=0.4, threshold=0.0, chance=1e-4, label="pin")
+    report = build_report([make_test_entry("t.py::a", "failed", 0.1, None, "cpu", 0, [result.to_json()])],
+                          [{"id": "gw1", "host": "h2 [x](http://h)", "device": "cpu", "gpu": None,
+                            "status": "crashed", "error": "node down", "crashed_test": "t.py::a"},
+                           {"id": "gw0", "host": "localhost", "device": "cpu", "gpu": None,
+                            "status": "crashed", "error": "node down", "crashed_test": "t.py::b"}],
+                          seed=0, xdist=True)
+    lines = [line for line in render_markdown(report).splitlines() if "crashed" in line]
+    assert split_code_spans(lines[0])[1][:2] == ["gw1", "h2 [x](http://h)"]
+    assert " on host " in split_code_spans(lines[0])[0] and "http" not in split_code_spans(lines[0])[0]
+    assert " on host " not in lines[1]  # this machine's worker needs no host

@@ -72,7 +72,7 @@ def render_markdown(report: dict[str, Any], report_path: str | None = None) -> s
             lines.append(f"| {_cell(test['outcome'])} | {_cell(test['nodeid'])} | | no result recorded | | | | |")
     for w in report["run"]["workers"]:
         if w["status"] == "crashed":
-            lines += ["", f"> **worker {code(w['id'])} crashed**"
+            lines += ["", f"> **worker {code(w['id'])}{_on_host(w)} crashed**"
                       + (f" while running {code(w['crashed_test'])}" if w.get("crashed_test") else "")
                       + f": {code(w.get('error'))}"]
     if report.get("baseline") is not None:
@@ -90,3 +90,11 @@ def append_step_summary(markdown: str, environ=None) -> Path | None:
     with open(target, "a", encoding="utf-8") as handle:
         handle.write(markdown)
     return Path(target)
+
+
+def _on_host(worker: dict[str, Any]) -> str:
+    """`` on host `h2` `` for a worker on another host (as its ``--tx`` spec names it), else nothing."""
+    from ..placement import LOCAL
+
+    host = worker.get("host")
+    return f" on host {code(host)}" if host and host != LOCAL else ""
