@@ -33,6 +33,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass
 
+from . import progress
 from .cache_lock import CacheLockTimeout, check_seconds
 
 __all__ = ["DEFAULT_LEASE_TTL", "Lease", "LeaseRecord", "create_exclusive", "put_atomic", "read_bytes"]
@@ -138,7 +139,7 @@ class LeaseRecord:
 
 
 def _notify(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    progress.emit(progress.NOTE, line=line)
 
 
 class Lease:
@@ -219,8 +220,11 @@ class Lease:
                     f"the lock timeout; if it is hung, stop it: its lease expires {self.ttl:.0f} s after its last "
                     "heartbeat and is then taken over") from None
             if waited >= next_message:
-                _notify(f"[privleak] waiting {waited:.0f} s for the lease of {self.what} in {self.where}, held by "
-                        f"{holder}")
+                progress.emit(progress.WAIT, seconds=waited,
+                              line=f"[privleak] waiting {waited:.0f} s for the lease of {self.what} in {self.where}, "
+                                   f"held by {holder}",
+                              source=f"waiting for the lease held by host {record.host!r}" if record
+                              else "waiting for the lease")
                 next_message += self.message_every
             time.sleep(self.poll)
         self._stop.clear()

@@ -31,13 +31,13 @@ import os
 import re
 import shutil
 import socket
-import sys
 import time
 import uuid
 import warnings
 from pathlib import Path, PurePosixPath
 from typing import Callable, TypeVar
 
+from . import progress
 from .atomic import publish_dir_atomic
 from .cache import CacheDirError, CacheEntryWarning, TargetCache, _host_tag
 from .cache_lease import DEFAULT_LEASE_TTL, Lease, put_atomic, read_bytes
@@ -63,7 +63,7 @@ def _safe_name(name: object) -> bool:
 
 
 def _say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    progress.emit(progress.NOTE, line=line)
 
 
 #: Pauses (seconds) between attempts to open the remote filesystem before giving up.
