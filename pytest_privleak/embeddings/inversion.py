@@ -18,7 +18,12 @@ the chance of a guesser who knows the generator's prior (top-k chance = the k
 most likely classes' share). The paper trains 100,000 iterations with fresh
 samples; here the attacker trains ``steps`` iterations on ``n_train``
 generated samples (a budget a test can afford; more steps only help the
-attacker, so a leak measured with fewer is real).
+attacker, so a leak measured with fewer is real). The budget is what keeps
+the figure below the paper's: on all-MiniLM-L6-v2 the year sub-attack
+overfits 20,000 IDs (train 0.98, victims 0.33 after 10,000 steps) and its
+victim top-1 grows with the generated data, 0.317 (20,000 IDs, 3000 steps),
+0.388 (40,000, 6000), 0.438 (80,000, 6000), 0.495 (80,000, 12,000) against
+Table II's 0.45-0.74.
 """
 from __future__ import annotations
 

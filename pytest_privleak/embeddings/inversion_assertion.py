@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..results import LeakResult, record
+from .defence_costs import cost_summary
 from .describe import check_name, check_tolerance, encoder_facts, encoder_label
 from .inversion import InversionMeasurement, SubAttackFigure, check_sub_attacks, invert_embeddings
 from .patterns import get_pattern
@@ -18,8 +19,13 @@ ATTACK = "embedding-inversion"
 REMEDY = ("the embeddings give the secret part of the text away (privacy-risks-language-model-embeddings §V): do not "
           "share raw embeddings of texts holding IDs or sequences; mask the secret span before encoding; or wrap the "
           "encoder in a defence of §VII (pytest_privleak.embeddings.defences: rounded, laplace_noise, "
-          "privacy_preserving_mapping, subspace_projection), each costing downstream utility "
-          "(measure it with measure_utility), and re-run this assertion on the wrapped encoder")
+          "privacy_preserving_mapping, subspace_projection), each costing downstream utility, and re-run this "
+          "assertion on the wrapped encoder; measure your encoder's cost with measure_utility(wrapped)")
+
+
+def remedy() -> str:
+    """The remedy with each defence's measured effect on the §V month sub-attack and its utility cost."""
+    return f"{REMEDY}. Defence costs {cost_summary('month')}"
 
 
 def _rate(x: Any, name: str) -> float | None:
@@ -39,20 +45,20 @@ def _results(encoder: Any, m: InversionMeasurement, *, top1: float | None, top5:
                         "of batch 128", "examples": "; ".join(m.examples)}
     if m.per_position:
         common["per position"] = ", ".join(f"{k.split()[-1]}: {v:.2f}" for k, v in m.per_position.items())
-    out = []
+    out, text = [], remedy()
     for f in m.figures:
         extra = {f"top5_{f.name}": f.top5, f"top5_chance": f.chance5, **m.extra} if f.chance5 < 1 else dict(m.extra)
         evidence = {**common, "recovered": f"{f.hits1} of {f.n} {f.name}s exactly (top-1), {f.hits5} in the top 5"
                     if f.chance5 < 1 else f"{f.hits1} of {f.n} nucleotides (victims x positions)"}
         out.append(LeakResult(attack=ATTACK, metric=f"top1_{f.name}", value=f.top1, threshold=top1,
                               direction="at_most", interval=f.interval1, confidence=m.confidence, chance=f.chance1,
-                              ceiling=1.0, label=label, evidence=evidence, extra=extra, remedy=REMEDY,
+                              ceiling=1.0, label=label, evidence=evidence, extra=extra, remedy=text,
                               tolerance=tolerance, target=facts))
         if top5 is not None and f.chance5 < 1:
             out.append(LeakResult(attack=ATTACK, metric=f"top5_{f.name}", value=f.top5, threshold=top5,
                                   direction="at_most", interval=f.interval5, confidence=m.confidence,
                                   chance=f.chance5, ceiling=1.0, label=label, evidence=evidence,
-                                  extra={f"top1_{f.name}": f.top1}, remedy=REMEDY, tolerance=tolerance, target=facts))
+                                  extra={f"top1_{f.name}": f.top1}, remedy=text, tolerance=tolerance, target=facts))
     return out
 
 
