@@ -14,7 +14,8 @@ SETTINGS_KEY = pytest.StashKey[Settings]()
 ITEM_RESULTS_KEY = pytest.StashKey[list]()
 DEVICE_KEY = pytest.StashKey[str]()
 #: Areas with hooks of their own, each a small plugin module registered with this one.
-pytest_plugins = ["pytest_privleak.plugin_shard", "pytest_privleak.plugin_hosts", "pytest_privleak.plugin_progress"]
+pytest_plugins = ["pytest_privleak.plugin_shard", "pytest_privleak.plugin_hosts", "pytest_privleak.plugin_progress",
+                  "pytest_privleak.plugin_speed"]
 #: Fixtures that make a test a privacy test (reported even when it records nothing, e.g. errors).
 PRIVLEAK_FIXTURES = frozenset({"privleak_device", "privleak_seed", "privleak_cache", "nlu_dataset", "ner_dataset",
                                "canary", "inject_canaries", "train_target", "privleak_minilm"})
