@@ -7,7 +7,7 @@ import pytest
 from pytest_privleak.embeddings.defences import laplace_noise, rounded
 from pytest_privleak.embeddings.inversion import invert_embeddings
 from pytest_privleak.embeddings.inversion_assertion import assert_embedding_inversion_at_most
-from pytest_privleak.embeddings.keyword_assertion import (assert_keyword_inference_at_most,
+from pytest_privleak.embeddings.keyword_assertion import (assert_keyword_inference_at_most, default_corpora,
                                                          measure_keyword_inference)
 from pytest_privleak.finite import NonFiniteError
 
@@ -131,3 +131,8 @@ def test_laplace_without_sensitivity_or_texts():
         laplace_noise(GOOD, 1.0)
     with pytest.raises(ValueError, match=r"epsilon must be a finite number > 0, got 0.*fix: e.g. epsilon=1.0"):
         laplace_noise(GOOD, 0.0, sensitivity=1.0)
+
+
+def test_an_unknown_stand_in_corpus_is_named_with_the_choices():
+    with pytest.raises(ValueError, match=r"corpus='yelp' is not a generated stand-in; fix: one of \['airline', 'medical'\]"):
+        default_corpora(50, 0, "yelp")

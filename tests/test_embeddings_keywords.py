@@ -116,8 +116,8 @@ def test_keyword_inference_reads_cities_from_airline_reviews_white_box_and_dann(
     assert "london" in white.evidence["per keyword"] and "read in" in white.evidence["recovered"]
 
 
-def test_default_corpora_name_the_stand_in_or_refuse():
+def test_default_corpora_give_the_airline_stand_in():
     victims, shadow, public = default_corpora(50, 0, "airline")
     assert len(victims) == 50 and len(shadow) == 5 and all("salad" in t.split() for t in public)
-    with pytest.raises(ValueError, match=r"corpus='yelp'.*fix: one of \['airline', 'medical'\]"):
-        default_corpora(50, 0, "yelp")
+    assert all(any(city in t.split() for city in ("london", "paris", "tokyo", "rome", "dubai", "sydney", "toronto",
+                                                  "bangkok", "singapore", "frankfurt")) for t in victims)
