@@ -118,9 +118,15 @@ def seeded(seed: int, device: torch.device | str = "cpu") -> Iterator[None]:
 def torch_threads(count: int | None) -> Iterator[None]:
     """Limit torch's intra-op CPU threads to ``count`` inside the block (``None``: leave as is).
 
-    The CI-sized targets are bound by per-operation overhead, not arithmetic:
-    one thread trains them faster than two on a shared machine, and a fixed
-    count makes CPU weights bitwise identical whatever the core count.
+    The CI-sized targets are bound by per-operation overhead, not arithmetic,
+    and the count is fixed whatever ``-n`` is, even for a process running
+    alone, because it changes the weights: measured (issue 11 item 6) on the
+    2-core CI machine shared with other jobs (load average 3.8-4.5), one epoch
+    of the default ``joint-bilstm-crf`` took 5.2 and 9.3 s with one thread,
+    39.7 and 46.0 s with two, and the weights after one epoch differed
+    between one and two threads (largest difference 2.9e-6; each count gave
+    bitwise-identical weights twice). A count that followed the free cores
+    would make a ``-n 2`` run's figures differ from a ``-n 0`` run's.
     """
     if count is None:
         yield
