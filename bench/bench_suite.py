@@ -31,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_project"
 GOAL_WARM, GOAL_N2 = 0.1, 0.6
+SUFFIXES = ("]", ")") + tuple("abcdefghijklmnopqrstuvwxyz0123456789_")
 
 
 def speed_plugin_args() -> list[str]:
@@ -71,7 +72,7 @@ def compare(runs: dict[str, dict]) -> str:
 def run_suite(project: Path, cache: Path, report: Path, *extra: str) -> dict:
     """One pytest run of the sample project; wall seconds, exit code, loads, the summary line, its figures."""
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--privleak-cache-dir={cache}",
-           f"--privleak-report={report}", *speed_plugin_args(), *extra]
+           f"--privleak-report={report}", "--durations=4", *speed_plugin_args(), *extra]
     load_before = os.getloadavg()[0]
     start = time.perf_counter()
     done = subprocess.run(cmd, cwd=project, capture_output=True, text=True)
@@ -81,7 +82,9 @@ def run_suite(project: Path, cache: Path, report: Path, *extra: str) -> dict:
         found = figures(report)
     except (OSError, ValueError, KeyError):
         found = None
-    return {"seconds": seconds, "rc": done.returncode, "load": (load_before, os.getloadavg()[0]),
+    slowest = [line.strip() for line in done.stdout.splitlines() if line.strip().endswith(tuple(SUFFIXES))
+               and line.split("s ", 1)[0].replace(".", "", 1).strip().isdigit()]
+    return {"seconds": seconds, "rc": done.returncode, "load": (load_before, os.getloadavg()[0]), "slowest": slowest,
             "summary": tail[-1].strip("= ") if tail else done.stdout[-400:] + done.stderr[-400:],
             "figures": found}
 
@@ -113,6 +116,8 @@ def main() -> int:
             for name, run in (("cold", cold), ("warm", warm), ("n2", n2)):
                 print(line(name, run))
                 status |= run["rc"]
+            for name, run in (("cold", cold), ("warm", warm)):
+                print(f"  slowest {name}: " + " | ".join(run["slowest"][:4]))
             print(f"  warm / cold      = {verdict(warm['seconds'] / cold['seconds'], GOAL_WARM)}")
             print(f"  -n 2 / -n 0 cold = {verdict(n2['seconds'] / cold['seconds'], GOAL_N2)}")
             print(f"  figures          : {compare({'cold': cold, 'warm': warm, 'n2': n2})}")
