@@ -7,7 +7,6 @@ import pytest
 
 from pytest_privleak.plugin_speed import GROUP_PREFIX, group_name
 
-SPEED = ("-p", "pytest_privleak.plugin_speed")   # until plugin.py lists it in pytest_plugins
 
 MODEL_TESTS = """
 import json, os, pytest
@@ -66,7 +65,7 @@ def test_under_xdist_tests_sharing_a_models_fixtures_run_on_one_worker(pytester,
     notes = pytester.path / "notes.jsonl"
     monkeypatch.setenv("NOTES", str(notes))
     pytester.makepyfile(test_models=MODEL_TESTS)
-    args = (*SPEED, "-n", "2", "-p", "no:cacheprovider", f"--privleak-cache-dir={pytester.path / 'cache'}")
+    args = ("-n", "2", "-p", "no:cacheprovider", f"--privleak-cache-dir={pytester.path / 'cache'}")
     pytester.runpytest_subprocess(*args).assert_outcomes(passed=10)
     assert len(_workers(notes)["test_a"]) == 1          # the six tests fed by `data` ran on one worker
     notes.unlink()
@@ -105,7 +104,7 @@ def test_a_second_run_loads_the_result_and_privleak_rerun_recomputes_it(pytester
     finally:
         result_cache.activate(previous)
     pytester.makepyfile(test_ldp=LDP_TEST)
-    args = (*SPEED, "-s", "-p", "no:cacheprovider", f"--privleak-cache-dir={pytester.path / 'cache'}")
+    args = ("-s", "-p", "no:cacheprovider", f"--privleak-cache-dir={pytester.path / 'cache'}")
 
     pytester_lines: list[str] = []
 
