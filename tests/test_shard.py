@@ -23,6 +23,20 @@ def test_groups_are_the_xdist_group_else_the_module():
     assert group_of("t.py::t", ["b", "a", "b"]) == "xdist_group:a_b"      # xdist joins several names sorted
 
 
+def test_the_automatic_groups_of_xdist_workers_do_not_change_the_split():
+    """plugin_speed marks tests on xdist workers only; a shard must split alike with -n 0 and -n N."""
+    from types import SimpleNamespace
+
+    from pytest_privleak.plugin_speed import GROUP_PREFIX
+    from pytest_privleak.sharding import xdist_group_names
+
+    marks = [pytest.mark.xdist_group(GROUP_PREFIX + "t.py::pin_data").mark, pytest.mark.xdist_group(name="ours").mark]
+    item = SimpleNamespace(iter_markers=lambda name: iter(marks if name == "xdist_group" else []))
+    assert xdist_group_names(item) == ["ours"]
+    marks.pop()
+    assert xdist_group_names(item) == []
+
+
 def test_greedy_largest_first_to_the_least_loaded_shard():
     """By hand: sizes 4,3,3,2,2 on 3 shards -> 4 | 3+2 | 3+2 (ties go to the shard with fewer tests, then the lower)."""
     groups = {"a": ["a1", "a2", "a3", "a4"], "b": ["b1", "b2", "b3"], "c": ["c1", "c2", "c3"], "d": ["d1", "d2"],
