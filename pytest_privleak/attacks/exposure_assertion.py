@@ -79,6 +79,7 @@ def exposure_result(target: Any, canary: Any, *, threshold: float | None, tolera
         "rank": f"{m.rank} of {m.space_size} secrets" if m.method == "exact"
                 else f"{m.rank} among {m.n_references} sampled references",
         "space_size": m.space_size, "score": round(float(m.canary_score), 6)}
+    evidence.update(m.evidence)  # the attack's own lines (a Mix And Match canary: which attack ran, its rank)
     extra = dict(m.extra)
     if m.fit:
         evidence["fit"] = f"skew-normal a={m.fit['a']:.3g} loc={m.fit['loc']:.4g} scale={m.fit['scale']:.4g}, " \
@@ -129,7 +130,12 @@ def assert_exposure_below(target: Any, canary: Any, max_bits: float, *, method: 
     secrets, ceiling ``log2 references``), ``"extrapolated"`` (skew-normal fit)
     or ``"auto"`` (exact when ``|V0|^n <= exact_budget``, else extrapolated).
     The chance figure is the expected exposure of a canary the model never
-    memorised (about ``log2 e = 1.44`` bits). ``name``: the result's label (default: the
+    memorised (about ``log2 e = 1.44`` bits). A Mix And Match canary
+    (``mask_canary("i bought new towels .", "Intent")``) on a ``transformer-classifier``
+    target or ``mix_and_match_model(...)`` is ranked over the classifier's vocabulary
+    (mix-and-match-text-classifiers §4.3): ``"auto"``/``"exact"`` search it exhaustively,
+    ``"mix-and-match"`` prunes the generator's top ``references`` candidates (an upper
+    bound). ``name``: the result's label (default: the
     canary's text). ``tolerance``: bits this figure may grow against a stored baseline
     before the baseline gate fails (default: the gate's own, 1 bit). Canary tokens outside
     the target's vocabulary raise ``OutOfVocabularyError`` and non-finite scores
