@@ -173,6 +173,8 @@ def test_exposure_gate_fails_on_the_repeated_canary(model):
     assert 1.3 < result.chance < math.log2(math.e)                   # uniform rank over |V| tokens
     assert result.evidence["method"] == "exhaustive"
     assert result.interval == (result.value, result.value)
+    # the message says how the word was ranked, not "sampled references" of a generative canary
+    assert "whole-word candidates" in result.evidence["rank"] and "sampled" not in info.value.args[0]
 
 
 def test_exposure_gate_passes_a_never_injected_canary(model):
