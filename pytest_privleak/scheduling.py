@@ -7,11 +7,15 @@ own group. Here the workers write ``{nodeid: group}`` to a file the
 controller named (a folder on the controller's machine: workers on other
 hosts cannot write it, and their tests are then scheduled one by one, as
 with ``--dist load``); the scheduler is xdist's ``LoadScopeScheduling`` with
-that map as the scope of each test, largest groups first.
+that map as the scope of each test, largest groups first. Unlike
+``LoadScopeScheduling``, a test that crashed its worker is not run again on
+the next worker (it is reported as crashed once, as under ``--dist load``);
+the rest of its group is.
 """
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from pathlib import Path
 
 from xdist.scheduler import LoadScopeScheduling
@@ -61,3 +65,22 @@ class GroupScheduling(LoadScopeScheduling):
             self._groups = self._load_groups()
         group = self._groups.get(nodeid)
         return f"group:{group}" if group is not None else nodeid
+
+    def remove_node(self, node) -> str | None:
+        """A worker finished or crashed: on a crash, hand its unfinished tests to the others, less the crashed one.
+
+        xdist's ``LoadScopeScheduling`` puts the whole unit back, crashed test included, so a test that
+        kills its worker (a segfault, an out-of-memory kill) would kill every replacement in turn.
+        """
+        workload = self.assigned_work.pop(node)
+        if not self._pending_of(workload):
+            return None
+        crashitem = next(nodeid for unit in workload.values() for nodeid, done in unit.items() if not done)
+        for unit in workload.values():
+            if crashitem in unit:
+                unit[crashitem] = True  # reported as crashed by xdist; never sent again
+        self.workqueue.update(OrderedDict((scope, unit) for scope, unit in workload.items()
+                                          if not all(unit.values())))
+        for other in self.assigned_work:
+            self._reschedule(other)
+        return crashitem

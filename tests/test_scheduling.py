@@ -83,6 +83,32 @@ def test_the_scheduler_takes_each_tests_group_from_the_workers_file(tmp_path):
     assert scheduler._split_scope("t.py::c") == "t.py::c"
 
 
+
+CRASH_IN_A_GROUP = """
+import os, pytest
+
+@pytest.fixture(scope="module")
+def data(privleak_seed):
+    return privleak_seed
+
+def test_crashes(train_target, data):
+    os._exit(3)   # kills its worker, as a segfault or an out-of-memory kill would
+
+def test_after(train_target, data):
+    pass
+"""
+
+
+def test_a_test_that_kills_its_worker_runs_once_and_the_rest_of_its_group_runs_elsewhere(pytester):
+    """xdist's LoadScopeScheduling would send the crashed test to every replacement worker in turn."""
+    pytest.importorskip("xdist")
+    pytester.makepyfile(test_crash=CRASH_IN_A_GROUP)
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider",
+                                           f"--privleak-cache-dir={pytester.path / 'cache'}")
+    result.assert_outcomes(passed=1, failed=1)
+    assert len([line for line in result.outlines
+                if line.startswith("worker '") and "crashed while running 'test_crash.py::test_crashes'" in line]) == 1
+
 LDP_TEST = """
 from pytest_privleak.ldp import SUE
 from pytest_privleak.ldp.assertion import measure_ldp
