@@ -36,6 +36,7 @@ SUFFIXES = ("]", ")") + tuple("abcdefghijklmnopqrstuvwxyz0123456789_")
 
 def speed_plugin_args() -> list[str]:
     """``-p pytest_privleak.plugin_speed`` while plugin.py does not register it itself."""
+    sys.path.insert(0, str(ROOT))
     from pytest_privleak import plugin
 
     return [] if "pytest_privleak.plugin_speed" in getattr(plugin, "pytest_plugins", []) else \
@@ -69,13 +70,34 @@ def compare(runs: dict[str, dict]) -> str:
     return f"identical ({len(first)} results in {', '.join(found)})"
 
 
-def run_suite(project: Path, cache: Path, report: Path, *extra: str) -> dict:
+def snapshot_package(into: Path) -> dict[str, str]:
+    """Copy ``pytest_privleak`` under ``into`` and return an environment importing that copy first.
+
+    The result cache keys on a digest of the package's source, so an edit in the
+    working tree between the cold and the warm run (a shared tree) would make the
+    warm run recompute every attack; the three runs use the same frozen copy.
+    """
+    shutil.copytree(ROOT / "pytest_privleak", into / "pytest_privleak",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "fixtures", into / "fixtures")   # the package's data, beside it as in the checkout
+    # The editable install's finder would still import the working tree: drop it in every process
+    # (xdist workers too) through a sitecustomize found on PYTHONPATH.
+    (into / "sitecustomize.py").write_text(
+        "import sys\n"
+        "sys.meta_path[:] = [f for f in sys.meta_path if not (getattr(f, '__module__', '') or\n"
+        "                    type(f).__module__).startswith('__editable___pytest_privleak')]\n", encoding="utf-8")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(into), *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+def run_suite(project: Path, cache: Path, report: Path, *extra: str, env: dict | None = None) -> dict:
     """One pytest run of the sample project; wall seconds, exit code, loads, the summary line, its figures."""
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--privleak-cache-dir={cache}",
            f"--privleak-report={report}", "--durations=4", *speed_plugin_args(), *extra]
     load_before = os.getloadavg()[0]
     start = time.perf_counter()
-    done = subprocess.run(cmd, cwd=project, capture_output=True, text=True)
+    done = subprocess.run(cmd, cwd=project, capture_output=True, text=True, env=env)
     seconds = time.perf_counter() - start
     tail = [line for line in done.stdout.splitlines() if " in " in line and ("passed" in line or "failed" in line)]
     try:
@@ -84,7 +106,9 @@ def run_suite(project: Path, cache: Path, report: Path, *extra: str) -> dict:
         found = None
     slowest = [line.strip() for line in done.stdout.splitlines() if line.strip().endswith(tuple(SUFFIXES))
                and line.split("s ", 1)[0].replace(".", "", 1).strip().isdigit()]
+    loaded = [line.strip() for line in done.stdout.splitlines() if line.startswith("privleak result cache:")]
     return {"seconds": seconds, "rc": done.returncode, "load": (load_before, os.getloadavg()[0]), "slowest": slowest,
+            "cache_line": loaded[-1] if loaded else "no result-cache line",
             "summary": tail[-1].strip("= ") if tail else done.stdout[-400:] + done.stderr[-400:],
             "figures": found}
 
@@ -109,14 +133,16 @@ def main() -> int:
         work = Path(tempfile.mkdtemp(prefix="privleak-bench-suite-"))
         try:
             project = copy_sample(work)
-            cold = run_suite(project, work / "cache-n0", work / "report-cold")
-            warm = run_suite(project, work / "cache-n0", work / "report-warm")
-            n2 = run_suite(project, work / "cache-n2", work / "report-n2", "-n", "2")
+            env = snapshot_package(work / "package")
+            cold = run_suite(project, work / "cache-n0", work / "report-cold", env=env)
+            warm = run_suite(project, work / "cache-n0", work / "report-warm", env=env)
+            n2 = run_suite(project, work / "cache-n2", work / "report-n2", "-n", "2", env=env)
             print(f"repeat {repeat}:")
             for name, run in (("cold", cold), ("warm", warm), ("n2", n2)):
                 print(line(name, run))
                 status |= run["rc"]
             for name, run in (("cold", cold), ("warm", warm)):
+                print(f"  {name}: {run['cache_line']}")
                 print(f"  slowest {name}: " + " | ".join(run["slowest"][:4]))
             print(f"  warm / cold      = {verdict(warm['seconds'] / cold['seconds'], GOAL_WARM)}")
             print(f"  -n 2 / -n 0 cold = {verdict(n2['seconds'] / cold['seconds'], GOAL_N2)}")
