@@ -11,3 +11,15 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(autouse=True)
+def no_result_cache_unless_a_test_opts_in():
+    """The plugin caches attack results under the rootdir's .privleak-cache; the plugin's own tests must compute
+    every figure (a result loaded from an earlier run would hide a regression). Tests of the result cache
+    activate their own cache inside the test."""
+    from pytest_privleak import result_cache
+
+    previous = result_cache.activate(None)
+    yield
+    result_cache.activate(previous)
