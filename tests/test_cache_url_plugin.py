@@ -25,7 +25,7 @@ def test_a_url_cache_is_shared_by_runs_with_their_own_mirrors(pytester, tmp_path
     outputs = []
     for host in ("host-a", "host-b"):
         monkeypatch.setenv("PRIVLEAK_CACHE_MIRROR", str(tmp_path / f"mirror-{host}"))
-        result = pytester.runpytest(f"--privleak-cache-dir={url}", "-s")
+        result = pytester.runpytest_subprocess(f"--privleak-cache-dir={url}", "-s")
         result.assert_outcomes(passed=1)
         outputs.append(result.stdout.str())
     assert "TRAINED" in outputs[0] and "LOADED" in outputs[1]
