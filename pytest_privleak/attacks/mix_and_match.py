@@ -53,7 +53,7 @@ import torch
 from torch.nn import functional as F
 
 from ..finite import require_finite
-from .mix_and_match_canaries import MaskCanary
+from .mix_and_match_canaries import MaskCanary, as_mask_canaries
 
 METHODS = ("auto", "exhaustive", "mix-and-match")
 #: Where candidates come from (§4.3.1): the Frankenstein model, or the pretrained LM itself ("we can directly
@@ -350,18 +350,6 @@ def _check_int(name: str, value: Any, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise ValueError(f"{name}={value!r} must be an integer >= {low}")
     return value
-
-
-def as_mask_canaries(canaries: Any) -> list[MaskCanary]:
-    items = [canaries] if isinstance(canaries, MaskCanary) else canaries
-    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence) or not items:
-        raise TypeError(f"canaries must be a MaskCanary or a non-empty sequence of them, got {canaries!r}; fix: "
-                        "build one with mask_canary('i bought new towels .', 'Intent')")
-    for i, item in enumerate(items):
-        if not isinstance(item, MaskCanary):
-            raise TypeError(f"canaries[{i}] is {type(item).__name__}, not a MaskCanary; fix: build it with "
-                            "mask_canary(...), random_canary(...) or organic_canary(...)")
-    return list(items)
 
 
 def rank_canary(model: MixAndMatchModel, canary: MaskCanary, *, method: str = "auto", budget: int = DEFAULT_BUDGET,

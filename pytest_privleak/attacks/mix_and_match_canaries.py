@@ -25,6 +25,7 @@ import random
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..canaries import insert_at_random_positions
 from ..data.types import NLUDataset, Utterance, token_problem
@@ -207,13 +208,23 @@ def inject_mask_canaries(dataset: NLUDataset, canaries: MaskCanary | Sequence[Ma
     items = [canaries] if isinstance(canaries, MaskCanary) else list(canaries)
     if not items:
         raise ValueError("no canaries given; fix: pass a MaskCanary or a non-empty sequence of them")
-    for i, item in enumerate(items):
-        if not isinstance(item, MaskCanary):
-            raise TypeError(f"canaries[{i}] is {type(item).__name__}, not a MaskCanary; fix: build it with "
-                            "mask_canary(...), random_canary(...) or organic_canary(...)")
+    items = as_mask_canaries(items)
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise ValueError(f"repeats={repeats!r} must be an integer >= 1 (the paper uses {PAPER_REPEATS})")
     rng = random.Random(f"inject-mask:{seed}")
     train = insert_at_random_positions(dataset.train, [c.utterance for c in items for _ in range(repeats)], rng)
     label = ",".join(c.text for c in items)
     return NLUDataset(train, dataset.valid, dataset.test, name=f"{dataset.name}+mask_canaries[{label}]x{repeats}")
+
+
+def as_mask_canaries(canaries: Any) -> list[MaskCanary]:
+    """One mask canary or a non-empty sequence of them as a list; a clear error for anything else."""
+    items = [canaries] if isinstance(canaries, MaskCanary) else canaries
+    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence) or not items:
+        raise TypeError(f"canaries must be a MaskCanary or a non-empty sequence of them, got {canaries!r}; fix: "
+                        "build one with mask_canary('i bought new towels .', 'Intent')")
+    for i, item in enumerate(items):
+        if not isinstance(item, MaskCanary):
+            raise TypeError(f"canaries[{i}] is {type(item).__name__}, not a MaskCanary; fix: build it with "
+                            "mask_canary(...), random_canary(...) or organic_canary(...)")
+    return list(items)
