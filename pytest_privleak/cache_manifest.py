@@ -50,7 +50,8 @@ def file_digests(folder: Path) -> dict[str, str]:
             for p in sorted(folder.rglob("*")) if p.is_file() and p.relative_to(folder).as_posix() != MANIFEST}
 
 
-def _hmac_key() -> bytes | None:
+def hmac_secret() -> bytes | None:
+    """The secret in :data:`HMAC_KEY_ENV` that signs cache entries (targets and attack results), or None."""
     value = os.environ.get(HMAC_KEY_ENV, "")
     return value.encode("utf-8") if value else None
 
@@ -65,7 +66,7 @@ def build_manifest(folder: Path, key: str, meta: dict) -> dict:
     """The ``meta.json`` of a freshly written entry: ``meta``, then the key, digests and (optional) HMAC."""
     files = file_digests(folder)
     manifest = {**{k: v for k, v in meta.items() if k not in RESERVED}, "key": key, "files": files}
-    secret = _hmac_key()
+    secret = hmac_secret()
     if secret is not None:
         manifest["hmac"] = signature(key, files, secret)
     return manifest
@@ -116,7 +117,7 @@ def entry_problems(folder: Path, key: str) -> list[str]:
         if recorded[name] != actual[name]:
             problems.append(f"file {name} has sha256 {actual[name][:16]}..., not the {recorded[name][:16]}... "
                             "recorded when it was built (edited or damaged)")
-    secret = _hmac_key()
+    secret = hmac_secret()
     if secret is not None:
         expected = signature(str(manifest.get("key")), recorded, secret)
         given = manifest.get("hmac")

@@ -52,6 +52,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import hashlib
+import hmac
 import json
 import os
 import re
@@ -63,6 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from .atomic import write_text_atomic
+from .cache_manifest import HMAC_KEY_ENV, hmac_secret, signature
 from .results import LeakResult
 
 __all__ = ["CONTENT_HASH_ATTR", "FORMAT", "LOADED_EVIDENCE", "ResultCache", "ResultCacheError",
@@ -205,6 +207,20 @@ def result_key(attack: str, models: Sequence[Any], inputs: dict[str, Any]) -> st
 
 # --------------------------------------------------------------------------- entries
 
+def _signature_problems(key: str, digest: str, given: Any) -> list[str]:
+    """With :data:`~pytest_privleak.cache_manifest.HMAC_KEY_ENV` set, the entry must carry its HMAC, as target
+    cache entries must: the sha256 alone stops damage, not someone who can write the cache folder."""
+    secret = hmac_secret()
+    if secret is None:
+        return []
+    if not isinstance(given, str):
+        return [f"it carries no HMAC although {HMAC_KEY_ENV} is set"]
+    if not hmac.compare_digest(given, signature(key, {"results": digest}, secret)):
+        return [f"its HMAC does not match the secret in {HMAC_KEY_ENV} (entry rewritten, or written with "
+                "another secret)"]
+    return []
+
+
 def _canonical_results(results: list[dict]) -> str:
     return json.dumps(results, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
@@ -262,6 +278,7 @@ class ResultCache:
         if entry.get("sha256") != digest:
             found.append(f"its results' sha256 is {digest[:16]}..., the entry records "
                          f"{str(entry.get('sha256'))[:16]}... (edited or damaged after it was written)")
+        found += _signature_problems(key, digest, entry.get("hmac"))
         for i, data in enumerate(results):
             try:
                 result = _decoded(data)
@@ -312,6 +329,9 @@ class ResultCache:
                  "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                  "package": fingerprint["pytest-privleak"], "code": fingerprint,
                  "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "results": encoded}
+        secret = hmac_secret()
+        if secret is not None:  # the target cache's secret signs results too: a writer without it cannot forge
+            entry["hmac"] = signature(key, {"results": entry["sha256"]}, secret)
         try:
             # Key order kept (not sorted): evidence and extra print in the order the attack gave them.
             write_text_atomic(self.path(key), json.dumps(entry, indent=1, allow_nan=False))

@@ -174,6 +174,24 @@ def test_a_tampered_entry_whose_digest_was_recomputed_still_must_rebuild_as_a_me
         rc.cached_results("demo", [Hashed()], {"seed": 0}, Counting())
 
 
+def test_with_the_cache_secret_set_an_entry_rewritten_with_a_fresh_sha256_is_refused(cache, monkeypatch):
+    """The target cache's PRIVLEAK_CACHE_HMAC_KEY signs result entries too: whoever can write the cache folder
+    (a poisoned CI cache) but lacks the secret cannot turn a leaking figure into a passing one."""
+    monkeypatch.setenv("PRIVLEAK_CACHE_HMAC_KEY", "team secret")
+    path, entry = _entry(cache)
+    assert rc.cached_results("demo", [Hashed()], {"seed": 0}, Counting())[0].evidence[rc.LOADED_EVIDENCE]
+    entry["results"][0]["value"] = 0.0
+    entry["sha256"] = rc.hashlib.sha256(rc._canonical_results(entry["results"]).encode()).hexdigest()
+    path.write_text(json.dumps(entry))
+    compute = Counting(0.5)
+    with pytest.warns(rc.ResultCacheWarning, match="HMAC does not match the secret in PRIVLEAK_CACHE_HMAC_KEY"):
+        assert rc.cached_results("demo", [Hashed()], {"seed": 0}, compute)[0].value == 0.5
+    del entry["hmac"]
+    path.write_text(json.dumps(entry))
+    with pytest.warns(rc.ResultCacheWarning, match="carries no HMAC although PRIVLEAK_CACHE_HMAC_KEY is set"):
+        rc.cached_results("demo", [Hashed()], {"seed": 0}, Counting())
+
+
 def test_malformed_json_is_refused_loudly_and_on_mismatch_error_raises(cache):
     path, _ = _entry(cache)
     path.write_text("{not json")
