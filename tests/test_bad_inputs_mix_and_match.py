@@ -149,24 +149,17 @@ def test_exposure_of_a_mask_canary_on_a_model_that_is_not_attackable():
         assert_exposure_below(object(), TOWELS, max_bits=4.0)
 
 
-def test_exposure_of_a_mask_canary_with_nan_weights(attack_model):
+@pytest.mark.parametrize("measure", ["mix-and-match rank", "exposure of a mask canary"])
+def test_classifier_with_nan_weights(attack_model, measure):
     from pytest_privleak.attacks.exposure_assertion import measure_exposure
 
+    attack = measure_mix_and_match if measure == "mix-and-match rank" else measure_exposure
     classifier, base, tokenizer = attack_model
     broken = copy.deepcopy(classifier)
     with torch.no_grad():
         broken.classifier.weight.fill_(float("nan"))
     with pytest.raises(NonFiniteError, match=r"cross-entropy losses on the candidate fills.*NaN/inf logits"):
-        measure_exposure(mix_and_match_model(broken, base, tokenizer), TOWELS)
-
-
-def test_classifier_with_nan_weights(attack_model):
-    classifier, base, tokenizer = attack_model
-    broken = copy.deepcopy(classifier)
-    with torch.no_grad():
-        broken.classifier.weight.fill_(float("nan"))
-    with pytest.raises(NonFiniteError, match=r"cross-entropy losses on the candidate fills.*NaN/inf logits"):
-        measure_mix_and_match(mix_and_match_model(broken, base, tokenizer), TOWELS)
+        attack(mix_and_match_model(broken, base, tokenizer), TOWELS)
 
 
 def test_base_that_is_not_a_masked_lm(attack_model):
