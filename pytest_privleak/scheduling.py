@@ -27,9 +27,9 @@ __all__ = ["GroupScheduling", "group_of", "write_groups"]
 
 def group_of(item) -> str | None:
     """The ``xdist_group`` name of ``item`` (several markers: their names joined with ``_``), or None."""
-    names = set()
-    for mark in item.iter_markers("xdist_group"):
-        names.add(str(mark.args[0] if mark.args else mark.kwargs.get("name", "default")))
+    from .sharding import xdist_group_names
+
+    names = set(xdist_group_names(item, automatic=True))
     return "_".join(sorted(names)) if names else None
 
 

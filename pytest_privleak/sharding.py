@@ -62,16 +62,16 @@ def group_of(nodeid: str, xdist_groups: Iterable[str] = ()) -> str:
     return MODULE_PREFIX + nodeid.split("::", 1)[0]
 
 
-def xdist_group_names(item) -> list[str]:
-    """The ``xdist_group`` marker names a team gave a pytest item (``xdist_group("name")`` or ``name=``).
+def xdist_group_names(item, *, automatic: bool = False) -> list[str]:
+    """The ``xdist_group`` marker names of a pytest item (``xdist_group("name")`` or ``name=``).
 
-    The automatic groups :mod:`pytest_privleak.plugin_speed` adds on xdist workers only (names starting
-    with its ``GROUP_PREFIX``) are left out, so ``-n 0`` and ``-n N`` split a run alike.
+    Unless ``automatic``, the groups :mod:`pytest_privleak.plugin_speed` adds on xdist workers only (names
+    starting with its ``GROUP_PREFIX``) are left out, so ``-n 0`` and ``-n N`` split a run alike.
     """
     from .plugin_speed import GROUP_PREFIX
 
     names = [str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")]
-    return [name for name in names if not name.startswith(GROUP_PREFIX)]
+    return names if automatic else [name for name in names if not name.startswith(GROUP_PREFIX)]
 
 
 # --- durations -------------------------------------------------------------------------
