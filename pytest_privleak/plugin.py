@@ -18,7 +18,8 @@ pytest_plugins = ["pytest_privleak.plugin_shard", "pytest_privleak.plugin_hosts"
                   "pytest_privleak.plugin_speed"]
 #: Fixtures that make a test a privacy test (reported even when it records nothing, e.g. errors).
 PRIVLEAK_FIXTURES = frozenset({"privleak_device", "privleak_seed", "privleak_cache", "nlu_dataset", "ner_dataset",
-                               "canary", "inject_canaries", "train_target", "privleak_minilm"})
+                               "canary", "inject_canaries", "train_target", "train_own_model",
+                               "privleak_minilm"})
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -196,6 +197,25 @@ def train_target(privleak_device: str, privleak_cache, privleak_seed: int):
     def train(kind: str, dataset, seed: int | None = None, **config):
         return _train(kind, dataset, device=privleak_device, cache=privleak_cache,
                       seed=privleak_seed if seed is None else seed, **config)
+
+    return train
+
+
+@pytest.fixture(scope="session")
+def train_own_model(privleak_device: str, privleak_cache, privleak_seed: int):
+    """Factory for your own torch model: ``train_own_model(train, dataset, build=..., wrap=..., **config)``.
+
+    Calls ``train(dataset, seed=..., **config)`` once per content hash (the
+    dataset, config, seed and the source of your model's package) and caches
+    its weights; later runs rebuild it with ``build(dataset)`` and load them.
+    Returns ``wrap(module)`` (your protocol adapter), whose attack results are
+    then cached too. See :mod:`pytest_privleak.targets.own_model`.
+    """
+    from .targets.own_model import train_own_model as _train
+
+    def train(train_fn, dataset, *, build, wrap=None, seed: int | None = None, **options):
+        return _train(train_fn, dataset, build=build, wrap=wrap, cache=privleak_cache, device=privleak_device,
+                      seed=privleak_seed if seed is None else seed, **options)
 
     return train
 

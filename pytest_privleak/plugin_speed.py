@@ -19,7 +19,7 @@ from __future__ import annotations
 import pytest
 
 #: Fixtures whose presence makes a test "need a model": tests sharing the fixtures that feed them are grouped.
-MODEL_FIXTURES = frozenset({"train_target", "privleak_minilm"})
+MODEL_FIXTURES = frozenset({"train_target", "train_own_model", "privleak_minilm"})
 #: Plugin fixtures that name one shared model by themselves (so they are part of the group name).
 SHARED_MODEL_FIXTURES = frozenset({"privleak_minilm"})
 GROUP_PREFIX = "privleak:"

@@ -19,7 +19,11 @@ sets it on every built-in target it trains or loads through a target cache
 (its target-cache key: data, config, seed, device type, code version), with
 a digest of its weights as they were then: a target whose weights were
 changed in place afterwards (pruned, fine-tuned further, damaged) no longer
-counts and is attacked afresh. A user's own model has none and is always
+counts and is attacked afresh. ``train_own_model`` does the same for a
+team's own torch model (its key also covers the source of the model's
+package), ``load_minilm`` for the real MiniLM (a digest of its files), and a
+defence of :mod:`pytest_privleak.embeddings.defences` derives its hash from its
+inner encoder's and its own inputs. Any other model has none and is always
 attacked afresh; a team may call :func:`mark_content_hash` on its own model
 only with a digest that covers everything its outputs depend on.
 
@@ -95,17 +99,23 @@ _WEIGHTS_ATTR = "_privleak_weights_digest"
 
 
 def weights_digest(model: Any) -> str | None:
-    """SHA-256 of the weights of every torch module held directly by ``model`` (None: it holds none)."""
+    """SHA-256 of the weights of every torch module held directly by ``model``, and of the weights of every
+    model it wraps that declares a content hash (a defence around an encoder); None: it holds none."""
     torch = sys.modules.get("torch")
     if torch is None:
         return None
     try:
-        held = sorted((k, v) for k, v in vars(model).items() if isinstance(v, torch.nn.Module))
+        attributes = vars(model)
     except TypeError:
         return None
-    if not held:
+    held = sorted((k, v) for k, v in attributes.items() if isinstance(v, torch.nn.Module))
+    wrapped = sorted((k, weights_digest(v)) for k, v in attributes.items()
+                     if not isinstance(v, torch.nn.Module) and getattr(v, CONTENT_HASH_ATTR, None) is not None)
+    if not held and not any(d for _, d in wrapped):
         return None
     digest = hashlib.sha256()
+    for attribute, inner in wrapped:
+        digest.update(f"wraps {attribute}:{inner}".encode("utf-8"))
     for attribute, module in held:
         for name, tensor in module.state_dict().items():
             data = tensor.detach().to("cpu").contiguous()

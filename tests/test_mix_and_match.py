@@ -253,3 +253,25 @@ def test_head_refit_on_public_sentences_fits_the_fine_tuned_encoder(model):
     print(f"\nheld-out masked-LM loss of the Frankenstein model: base head {before:.3f}, re-fit head {after:.3f}")
     assert after < before
     assert not any(p.requires_grad for p in refit.frankenstein.parameters())
+
+
+def test_the_rank_is_loaded_from_the_result_cache_the_second_time(model, tmp_path):
+    """A classifier from train_target carries its content hash: the same call is answered from the result cache,
+    with the new call's limit and the same message but for the line saying so."""
+    from pytest_privleak import result_cache as rc
+
+    previous = rc.activate(rc.ResultCache(tmp_path / "results"))
+    try:
+        messages = []
+        for _ in range(2):
+            with pytest.raises(PrivacyLeakError) as failure:
+                assert_mix_and_match_rank_at_least(model, TOWELS, min_rank=10, name="towels")
+            messages.append(str(failure.value))
+        passed = assert_mix_and_match_rank_at_least(model, TOWELS, min_rank=1, name="towels")
+        cache = rc.active()
+        assert len(cache.stored) == 1 and len(cache.loaded) == 2 and passed.threshold == 1.0
+    finally:
+        rc.activate(previous)
+    computed, loaded = messages
+    assert "loaded from the result cache" in loaded and "loaded from the result cache" not in computed
+    assert "\n".join(l for l in loaded.splitlines() if not l.lstrip().startswith(rc.LOADED_EVIDENCE)) == computed

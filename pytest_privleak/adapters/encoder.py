@@ -149,11 +149,40 @@ def minilm_path() -> str:
     return str(Path(package.__file__).resolve().parent / "model")
 
 
+def folder_content_hash(path: str, **settings: Any) -> str:
+    """SHA-256 of every file under a pretrained model's folder (names and bytes), the transformers version
+    and ``settings``: what an encoder loaded from it computes, for the attack-result cache."""
+    import hashlib
+    from importlib import metadata
+    from pathlib import Path
+
+    from ..cache import content_hash
+
+    files = {}
+    for file in sorted(p for p in Path(path).rglob("*") if p.is_file()):
+        digest = hashlib.sha256()
+        with open(file, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        files[file.relative_to(path).as_posix()] = digest.hexdigest()
+    return content_hash({"pretrained": files, "transformers": metadata.version("transformers"),
+                         "settings": settings})
+
+
 def load_minilm(*, device: str = "cpu", batch_size: int = 128) -> TransformersEncoder:
-    """all-MiniLM-L6-v2 (mean pooling, unit length, as sentence-transformers ships it), loaded offline."""
+    """all-MiniLM-L6-v2 (mean pooling, unit length, as sentence-transformers ships it), loaded offline.
+
+    It carries a content hash (:func:`folder_content_hash` of the package's
+    files, the device type and the encoding settings), so an attack measured
+    on it before is loaded from the result cache, not run again.
+    """
     from transformers import AutoModel, AutoTokenizer
+
+    from ..result_cache import mark_content_hash
 
     path = minilm_path()
     model = AutoModel.from_pretrained(path).to(device)
     tokenizer = AutoTokenizer.from_pretrained(path)
-    return TransformersEncoder(model, tokenizer, batch_size=batch_size, normalize=True, max_length=256)
+    encoder = TransformersEncoder(model, tokenizer, batch_size=batch_size, normalize=True, max_length=256)
+    return mark_content_hash(encoder, folder_content_hash(
+        path, device_type=torch.device(device).type, batch_size=batch_size, normalize=True, max_length=256))

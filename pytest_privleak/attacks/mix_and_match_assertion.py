@@ -15,6 +15,7 @@ canary (:func:`.mix_and_match.mask_canary_exposure`).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -91,6 +92,22 @@ def _result(model: Any, m: MixAndMatchMeasurement, threshold: float | None, top_
                       label=label, evidence=evidence, extra=extra, remedy=REMEDY, target=target_facts(model))
 
 
+def measured_mix_and_match(model: Any, canaries: Any, *, method: str, budget: int, top_k: int, name: str | None,
+                           confidence: float, batch_size: int, generator: str) -> LeakResult:
+    """The measured ``mix-and-match.rank`` result (``threshold=None``): from the result cache when ``model``
+    has a content hash (a ``train_target`` classifier) and the same call ran before, else computed."""
+    from ..result_cache import cached_results
+
+    inputs = {"canaries": canaries, "method": method, "budget": budget, "top_k": top_k, "name": name,
+              "confidence": confidence, "batch_size": batch_size, "generator": generator}
+
+    def compute() -> list[LeakResult]:
+        m = mix_and_match(model, canaries, method=method, budget=budget, batch_size=batch_size, generator=generator)
+        return [_result(model, m, None, top_k, name, confidence)]
+
+    return cached_results("mix-and-match", [model], inputs, compute)[0]
+
+
 def measure_mix_and_match(model: Any, canaries: Any, *, method: str = "auto", budget: int = DEFAULT_BUDGET,
                           top_k: int = 10, name: str | None = None, confidence: float = 0.95,
                           batch_size: int = DEFAULT_BATCH, generator: str = "frankenstein") -> LeakResult:
@@ -106,8 +123,8 @@ def measure_mix_and_match(model: Any, canaries: Any, *, method: str = "auto", bu
     top_k = _check_top_k(top_k)
     name = _check_name(name)
     confidence = _check_confidence(confidence)
-    m = mix_and_match(model, canaries, method=method, budget=budget, batch_size=batch_size, generator=generator)
-    return record(_result(model, m, None, top_k, name, confidence))
+    return record(measured_mix_and_match(model, canaries, method=method, budget=budget, top_k=top_k, name=name,
+                                         confidence=confidence, batch_size=batch_size, generator=generator))
 
 
 def assert_mix_and_match_rank_at_least(model: Any, canaries: Any, min_rank: float, *, method: str = "auto",
@@ -127,5 +144,6 @@ def assert_mix_and_match_rank_at_least(model: Any, canaries: Any, min_rank: floa
     top_k = _check_top_k(top_k)
     name = _check_name(name)
     confidence = _check_confidence(confidence)
-    m = mix_and_match(model, canaries, method=method, budget=budget, batch_size=batch_size, generator=generator)
-    return check(_result(model, m, threshold, top_k, name, confidence))
+    measured = measured_mix_and_match(model, canaries, method=method, budget=budget, top_k=top_k, name=name,
+                                      confidence=confidence, batch_size=batch_size, generator=generator)
+    return check(dataclasses.replace(measured, threshold=threshold))

@@ -43,6 +43,28 @@ def _inner(encoder: Any) -> Any:
     return encoder
 
 
+def _identified(defence: "Defence", **inputs: Any) -> "Defence":
+    """Give ``defence`` a content hash when its inner encoder has one (:mod:`pytest_privleak.result_cache`).
+
+    The hash covers the inner encoder's hash, the defence's class and every
+    input of its construction, so an attack on the same defended encoder is
+    loaded from the result cache. A defence whose outputs depend on a random
+    state consumed at each call (Laplace noise) gets none and is always
+    attacked afresh, as is any defence of an encoder without a hash.
+    """
+    from ..cache import content_hash
+    from ..result_cache import mark_content_hash, model_hash
+
+    inner = model_hash(defence.inner)
+    if inner is None:
+        return defence
+    try:
+        digest = content_hash({"defence": type(defence).__qualname__, "inner": inner, "inputs": inputs})
+    except (TypeError, ValueError):
+        return defence
+    return mark_content_hash(defence, digest)
+
+
 class Defence:
     """Base of the wrapped encoders: ``inner`` is the defended encoder; subclasses map its embeddings."""
 
@@ -92,7 +114,7 @@ class Rounded(Defence):
 
 def rounded(encoder: Any, decimals: int = 1) -> Rounded:
     """The rounding defence of §VII (1)."""
-    return Rounded(encoder, decimals)
+    return _identified(Rounded(encoder, decimals), decimals=decimals)
 
 
 class LaplaceNoise(Defence):
@@ -182,7 +204,8 @@ def subspace_projection(encoder: Any, keywords: Sequence[str], texts: Sequence[s
     scatter = d.T @ d / 2.0
     values, vectors = np.linalg.eigh(scatter)
     k = max(1, int(round(beta * d.shape[1])))
-    return SubspaceProjection(encoder, vectors[:, ::-1][:, :k], beta)
+    return _identified(SubspaceProjection(encoder, vectors[:, ::-1][:, :k], beta), keywords=list(keywords),
+                       texts=list(texts), beta=float(beta), seed=seed)
 
 
 class PrivacyPreservingMapping(Defence):
@@ -247,4 +270,5 @@ def privacy_preserving_mapping(encoder: Any, texts: Sequence[str], secrets: Sequ
     with torch.no_grad():
         distortion = float((mapping(z) - z).norm(dim=1).mean())
     require_finite(distortion, what="the PPM's distortion after training", fix="use a larger lam or fewer steps")
-    return PrivacyPreservingMapping(encoder, mapping, lam, distortion)
+    return _identified(PrivacyPreservingMapping(encoder, mapping, lam, distortion), texts=list(texts),
+                       secrets=np.asarray(secrets).tolist(), lam=float(lam), steps=steps, seed=seed)

@@ -7,6 +7,8 @@ top-5 figure is in ``extra`` (and gated too when ``max_top5`` is given).
 """
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any
 
 from ..results import LeakResult, record
@@ -37,8 +39,8 @@ def _rate(x: Any, name: str) -> float | None:
     return float(x)
 
 
-def _results(encoder: Any, m: InversionMeasurement, *, top1: float | None, top5: float | None, name: str | None,
-             tolerance: float | None) -> list[LeakResult]:
+def _results(encoder: Any, m: InversionMeasurement, *, with_top5: bool, name: str | None) -> list[LeakResult]:
+    """The measured results (``threshold=None``): top-1 per sub-attack, and top-5 ones when ``with_top5``."""
     label = name if name is not None else encoder_label(encoder, f"{m.pattern}, {m.n_victims} victims")
     facts = encoder_facts(encoder)
     common = {"attack": f"MLP sub-attacks on generated samples (§V-B), {m.n_train} training texts, {m.steps} steps "
@@ -50,16 +52,33 @@ def _results(encoder: Any, m: InversionMeasurement, *, top1: float | None, top5:
         extra = {f"top5_{f.name}": f.top5, f"top5_chance": f.chance5, **m.extra} if f.chance5 < 1 else dict(m.extra)
         evidence = {**common, "recovered": f"{f.hits1} of {f.n} {f.name}s exactly (top-1), {f.hits5} in the top 5"
                     if f.chance5 < 1 else f"{f.hits1} of {f.n} nucleotides (victims x positions)"}
-        out.append(LeakResult(attack=ATTACK, metric=f"top1_{f.name}", value=f.top1, threshold=top1,
+        out.append(LeakResult(attack=ATTACK, metric=f"top1_{f.name}", value=f.top1, threshold=None,
                               direction="at_most", interval=f.interval1, confidence=m.confidence, chance=f.chance1,
                               ceiling=1.0, label=label, evidence=evidence, extra=extra, remedy=text,
-                              tolerance=tolerance, target=facts))
-        if top5 is not None and f.chance5 < 1:
-            out.append(LeakResult(attack=ATTACK, metric=f"top5_{f.name}", value=f.top5, threshold=top5,
+                              target=facts))
+        if with_top5 and f.chance5 < 1:
+            out.append(LeakResult(attack=ATTACK, metric=f"top5_{f.name}", value=f.top5, threshold=None,
                                   direction="at_most", interval=f.interval5, confidence=m.confidence,
                                   chance=f.chance5, ceiling=1.0, label=label, evidence=evidence,
-                                  extra={f"top1_{f.name}": f.top1}, remedy=text, tolerance=tolerance, target=facts))
+                                  extra={f"top1_{f.name}": f.top1}, remedy=text, target=facts))
     return out
+
+
+def measured_inversion(encoder: Any, pattern: Any, *, n_train: int, n_victims: int, steps: int, seed: int,
+                       confidence: float, sub_attacks: Any, name: str | None, with_top5: bool) -> list[LeakResult]:
+    """The measured results: from the result cache when ``encoder`` has a content hash and the same call ran
+    before (:mod:`pytest_privleak.result_cache`), else computed."""
+    from ..result_cache import cached_results
+
+    inputs = {"pattern": pattern, "n_train": n_train, "n_victims": n_victims, "steps": steps, "seed": seed,
+              "confidence": confidence, "sub_attacks": sub_attacks, "name": name, "with_top5": with_top5}
+
+    def compute() -> list[LeakResult]:
+        m = invert_embeddings(encoder, pattern, n_train=n_train, n_victims=n_victims, steps=steps, seed=seed,
+                              confidence=confidence, sub_attacks=sub_attacks)
+        return _results(encoder, m, with_top5=with_top5, name=name)
+
+    return cached_results(ATTACK, [encoder], inputs, compute)
 
 
 def _check_limits(pattern: Any, subs: tuple[str, ...], max_top1: float | None, max_top5: float | None) -> None:
@@ -80,9 +99,10 @@ def measure_embedding_inversion(encoder: Any, pattern: Any = "citizen-id", *, n_
                                 sub_attacks: Any = None, name: str | None = None) -> list[LeakResult]:
     """Measure the §V attack (top-1 per sub-attack, top-5 in ``extra``) without gating; results are recorded."""
     check_name(name)
-    m = invert_embeddings(encoder, get_pattern(pattern), n_train=n_train, n_victims=n_victims, steps=steps,
-                          seed=seed, confidence=confidence, sub_attacks=sub_attacks)
-    return [record(r) for r in _results(encoder, m, top1=None, top5=None, name=name, tolerance=None)]
+    measured = measured_inversion(encoder, get_pattern(pattern), n_train=n_train, n_victims=n_victims, steps=steps,
+                                  seed=seed, confidence=confidence, sub_attacks=sub_attacks, name=name,
+                                  with_top5=False)
+    return [record(r) for r in measured]
 
 
 def assert_embedding_inversion_at_most(encoder: Any, pattern: Any = "citizen-id", *, max_top1: float,
@@ -113,9 +133,11 @@ def assert_embedding_inversion_at_most(encoder: Any, pattern: Any = "citizen-id"
     _check_limits(pattern, subs, top1, top5)
     check_name(name)
     tolerance = check_tolerance(tolerance)
-    m = invert_embeddings(encoder, pattern, n_train=n_train, n_victims=n_victims, steps=steps, seed=seed,
-                          confidence=confidence, sub_attacks=subs or None)
-    results = _results(encoder, m, top1=top1, top5=top5, name=name, tolerance=tolerance)
+    measured = measured_inversion(encoder, pattern, n_train=n_train, n_victims=n_victims, steps=steps, seed=seed,
+                                  confidence=confidence, sub_attacks=subs or None, name=name,
+                                  with_top5=top5 is not None)
+    results = [dataclasses.replace(r, threshold=top1 if r.metric.startswith("top1_") else top5, tolerance=tolerance)
+               for r in measured]
     failing = sorted((r for r in results if not r.passed), key=lambda r: r.threshold - r.value)
     for r in results:
         if not failing or r is not failing[0]:

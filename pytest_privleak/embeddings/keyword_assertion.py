@@ -12,6 +12,7 @@ and 2000 generated restaurant-style sentences for its Yelp-Food public corpus.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -93,6 +94,25 @@ def _run(encoder: Any, keywords: Any, victims: Sequence[str] | None, shadow: Seq
                           model=model, epochs=epochs, seed=seed, confidence=confidence)
 
 
+def measured_keyword_inference(encoder: Any, keywords: Any, *, victims: Sequence[str] | None,
+                               shadow: Sequence[str] | None, public: Sequence[str] | None, setting: str, model: str,
+                               epochs: int | None, n_victims: int, seed: int, confidence: float,
+                               name: str | None) -> LeakResult:
+    """The measured result (``threshold=None``): from the result cache when ``encoder`` has a content hash and
+    the same call ran before (:mod:`pytest_privleak.result_cache`), else computed."""
+    from ..result_cache import cached_results
+
+    inputs = {"keywords": keywords, "victims": victims, "shadow": shadow, "public": public, "setting": setting,
+              "model": model, "epochs": epochs, "n_victims": n_victims, "seed": seed, "confidence": confidence,
+              "name": name}
+
+    def compute() -> list[LeakResult]:
+        m = _run(encoder, keywords, victims, shadow, public, setting, model, epochs, n_victims, seed, confidence)
+        return [_result(encoder, m, None, name, None)]
+
+    return cached_results(ATTACK, [encoder], inputs, compute)[0]
+
+
 def measure_keyword_inference(encoder: Any, keywords: Any, *, victims: Sequence[str] | None = None,
                               shadow: Sequence[str] | None = None, public: Sequence[str] | None = None,
                               setting: str = "white-box", model: str = "auto", epochs: int | None = None,
@@ -100,8 +120,9 @@ def measure_keyword_inference(encoder: Any, keywords: Any, *, victims: Sequence[
                               name: str | None = None) -> LeakResult:
     """Measure the §VI attack's accuracy (pooled over ``keywords``) without gating; the result is recorded."""
     check_name(name)
-    m = _run(encoder, keywords, victims, shadow, public, setting, model, epochs, n_victims, seed, confidence)
-    return record(_result(encoder, m, None, name, None))
+    return record(measured_keyword_inference(encoder, keywords, victims=victims, shadow=shadow, public=public,
+                                             setting=setting, model=model, epochs=epochs, n_victims=n_victims,
+                                             seed=seed, confidence=confidence, name=name))
 
 
 def assert_keyword_inference_at_most(encoder: Any, keywords: Any, max_accuracy: float, *,
@@ -126,5 +147,7 @@ def assert_keyword_inference_at_most(encoder: Any, keywords: Any, max_accuracy: 
                          f"got {max_accuracy!r}; fix: e.g. max_accuracy=0.6")
     check_name(name)
     tolerance = check_tolerance(tolerance)
-    m = _run(encoder, keywords, victims, shadow, public, setting, model, epochs, n_victims, seed, confidence)
-    return check(_result(encoder, m, float(max_accuracy), name, tolerance))
+    measured = measured_keyword_inference(encoder, keywords, victims=victims, shadow=shadow, public=public,
+                                          setting=setting, model=model, epochs=epochs, n_victims=n_victims,
+                                          seed=seed, confidence=confidence, name=name)
+    return check(dataclasses.replace(measured, threshold=float(max_accuracy), tolerance=tolerance))

@@ -1,0 +1,172 @@
+"""A team's own torch model, trained once per content hash like the built-in targets (issue 11 item 6).
+
+``train_own_model(train, dataset, build=..., wrap=..., **config)`` (the
+fixture of the same name) calls ``train(dataset, seed=seed, **config)``,
+which must return a ``torch.nn.Module``, and caches its ``state_dict`` as
+safetensors (never a pickle) in the target cache. A later run rebuilds the
+module with ``build(dataset)`` (the untrained architecture) and loads the
+weights into it, strictly: a ``build`` that does not make the module ``train``
+made is refused when the entry is first written, not discovered a run later.
+
+The key covers what decides the weights: the dataset's content hash, the
+config, the seed, the device type, the torch version, and the source of the
+code, every ``.py`` file of the top-level package (or the single module) that
+defines ``train``, ``build`` and ``wrap``, plus any ``sources=`` paths. Edit
+the model code and the next run retrains; code outside those files is not
+seen, so name it in ``sources=``.
+
+The returned model (``wrap(module)`` when ``wrap`` is given, the protocol
+adapter a team writes) carries the key as its content hash, so the
+attack-result cache (:mod:`pytest_privleak.result_cache`) reuses its figures:
+an unchanged model re-runs no attack. Training runs with torch pinned to one
+CPU thread and its global RNG seeded by ``seed`` and restored afterwards, like
+the built-in targets (the thread count changes the weights; see
+:func:`.training.torch_threads`).
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from . import training
+
+KIND = "own-model"
+
+
+def _defining_files(function: Any, argument: str) -> list[Path]:
+    """The source files of the package (or the single module) that defines ``function``."""
+    module = sys.modules.get(getattr(function, "__module__", None) or "")
+    if module is None or getattr(module, "__file__", None) is None:
+        raise TypeError(f"{argument}={function!r} must be a function or class defined in a Python file (its source "
+                        "is part of the cache key, so that editing it retrains); fix: define it in a module of "
+                        "your project, not in a notebook cell or with exec")
+    top = module.__name__.split(".")[0]
+    package = sys.modules.get(top)
+    package_file = getattr(package, "__file__", None)
+    if package is not None and package_file and Path(package_file).name == "__init__.py":
+        return sorted(Path(package_file).parent.rglob("*.py"))
+    return [Path(module.__file__)]
+
+
+def source_digest(functions: dict[str, Any], sources: Sequence[str | Path] = ()) -> dict[str, str]:
+    """SHA-256 of each file defining ``functions`` (argument name -> callable) and of each of ``sources``."""
+    files: dict[Path, None] = {}
+    for argument, function in functions.items():
+        if function is not None:
+            files.update(dict.fromkeys(p.resolve() for p in _defining_files(function, argument)))
+    for extra in sources:
+        path = Path(extra)
+        if not path.is_file():
+            raise FileNotFoundError(f"sources= names {str(path)!r}, which is not a file; fix: list the .py files "
+                                    "the model's training depends on beyond the package of train/build/wrap")
+        files[path.resolve()] = None
+    return {str(path): hashlib.sha256(path.read_bytes()).hexdigest() for path in sorted(files)}
+
+
+def _identity(function: Any) -> str:
+    return f"{getattr(function, '__module__', '?')}:{getattr(function, '__qualname__', type(function).__name__)}"
+
+
+def _check(train: Any, build: Any, wrap: Any, dataset: Any) -> None:
+    if not callable(train):
+        raise TypeError(f"train={train!r} must be a function train(dataset, seed=..., **config) -> torch.nn.Module")
+    if not callable(build):
+        raise TypeError(f"build={build!r} must be a function build(dataset) -> the untrained torch.nn.Module "
+                        "(the architecture the cached weights are loaded into); fix: e.g. "
+                        "build=lambda data: MyModel(vocabulary_of(data))")
+    if wrap is not None and not callable(wrap):
+        raise TypeError(f"wrap={wrap!r} must be None or a callable taking the trained module (your protocol "
+                        "adapter class, e.g. wrap=SoftInputAdapter)")
+    if not callable(getattr(dataset, "content_hash", None)):
+        raise TypeError(f"dataset must have content_hash() (a pytest_privleak.data dataset, e.g. from the "
+                        f"nlu_dataset or inject_canaries fixtures), got {type(dataset).__name__}")
+
+
+def _built(build: Callable[[Any], Any], dataset: Any) -> nn.Module:
+    module = build(dataset)
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"build(dataset) returned a {type(module).__name__}, not a torch.nn.Module; fix: return the "
+                        "untrained model (the cached weights are loaded into it)")
+    return module
+
+
+def _same_architecture(trained: nn.Module, empty: nn.Module, train: Any, build: Any) -> None:
+    """Refuse a ``build`` whose module cannot take ``train``'s weights, before anything is cached."""
+    ours = {k: tuple(v.shape) for k, v in trained.state_dict().items()}
+    theirs = {k: tuple(v.shape) for k, v in empty.state_dict().items()}
+    if ours != theirs:
+        differ = sorted(set(ours) ^ set(theirs)) or sorted(k for k in ours if ours[k] != theirs[k])
+        raise ValueError(f"build={_identity(build)} makes a module whose weights differ from the one "
+                         f"train={_identity(train)} returned (first differences: {', '.join(differ[:4])}); fix: "
+                         "build(dataset) must construct the same architecture, untrained, for the same dataset")
+
+
+def train_own_model(train: Callable[..., nn.Module], dataset: Any, *, build: Callable[[Any], nn.Module],
+                    wrap: Callable[[nn.Module], Any] | None = None, cache=None, device: str = "cpu", seed: int = 0,
+                    sources: Sequence[str | Path] = (), name: str | None = None, **config: Any) -> Any:
+    """Train ``train(dataset, seed=seed, **config)`` once per content hash, else load it; see the module docstring.
+
+    ``device`` is passed to ``train`` only when it takes a ``device`` argument;
+    the loaded module is moved to it. ``name`` labels the progress line
+    (default ``"<train's name> <key[:8]>"``). Returns ``wrap(module)`` or the
+    module, in eval mode, carrying the content hash (``cache=None``: trained
+    every time, and no content hash, so its attacks are not cached either).
+    """
+    from ..cache import content_hash
+    from ..result_cache import mark_content_hash
+
+    _check(train, build, wrap, dataset)
+    torch_device = torch.device(device)
+    try:
+        json.dumps(config)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"the config of {_identity(train)} must be plain JSON values (numbers, strings, lists, "
+                        f"dicts), got {config!r} ({exc}); it is part of the cache key") from exc
+    key = content_hash({"kind": KIND, "train": _identity(train), "build": _identity(build),
+                        "wrap": None if wrap is None else _identity(wrap),
+                        "sources": source_digest({"train": train, "build": build, "wrap": wrap}, sources),
+                        "dataset": dataset.content_hash(), "config": config, "seed": seed,
+                        "device_type": torch_device.type, "torch": torch.__version__,
+                        "code_version": training.CODE_VERSION})
+    takes_device = "device" in inspect.signature(train).parameters
+
+    def fresh() -> nn.Module:
+        with training.seeded(seed, torch_device), \
+                training.torch_threads(1 if torch_device.type == "cpu" else None):
+            kwargs = dict(config, device=str(torch_device)) if takes_device else dict(config)
+            module = train(dataset, seed=seed, **kwargs)
+        if not isinstance(module, nn.Module):
+            raise TypeError(f"train={_identity(train)} returned a {type(module).__name__}, not a torch.nn.Module; "
+                            "fix: return the trained model (its state_dict is what the cache keeps)")
+        _same_architecture(module, _built(build, dataset), train, build)
+        return module
+
+    def save(module: nn.Module, folder: Path) -> dict:
+        record = {"kind": KIND, "code_version": training.CODE_VERSION, "content_hash": key, "seed": seed,
+                  "train": _identity(train), "config": config}
+        training.save_entry(folder, module.state_dict(), record)
+        return {"kind": KIND, "seed": seed, "train": _identity(train), "config": config}
+
+    def load(folder: Path) -> nn.Module:
+        tensors, _ = training.load_entry(folder, "cpu")
+        module = _built(build, dataset)
+        try:
+            module.load_state_dict(tensors, strict=True)
+        except RuntimeError as exc:
+            raise training.CorruptEntryError(f"cache entry {folder} does not load into build={_identity(build)}: "
+                                             f"{exc}") from exc
+        return module
+
+    label = name or f"{getattr(train, '__qualname__', 'model')} {key[:8]}"
+    module, _ = training.cached(cache, key, build=fresh, save=save, load=load, name=label)
+    module = module.to(torch_device).eval()
+    model = wrap(module) if wrap is not None else module
+    return model if cache is None else mark_content_hash(model, key)
