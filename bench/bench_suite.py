@@ -57,6 +57,17 @@ def figures(report: Path) -> dict[tuple, tuple]:
             for test in data.get("tests", []) for r in test.get("results", [])}
 
 
+def loaded_from_cache(report: Path) -> str:
+    """How many results of a ``report.json`` say they were loaded from the result cache (their evidence line)."""
+    try:
+        data = json.loads((report / "report.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "no report"
+    results = [r for test in data.get("tests", []) for r in test.get("results", [])]
+    loaded = sum(1 for r in results if "result cache" in (r.get("evidence") or {}))
+    return f"{loaded} of {len(results)} results loaded from the result cache"
+
+
 def compare(runs: dict[str, dict]) -> str:
     """Whether every run gave the same figures (value and interval) for every result."""
     found = {name: run["figures"] for name, run in runs.items() if run.get("figures") is not None}
@@ -106,9 +117,8 @@ def run_suite(project: Path, cache: Path, report: Path, *extra: str, env: dict |
         found = None
     slowest = [line.strip() for line in done.stdout.splitlines() if line.strip().endswith(tuple(SUFFIXES))
                and line.split("s ", 1)[0].replace(".", "", 1).strip().isdigit()]
-    loaded = [line.strip() for line in done.stdout.splitlines() if line.startswith("privleak result cache:")]
     return {"seconds": seconds, "rc": done.returncode, "load": (load_before, os.getloadavg()[0]), "slowest": slowest,
-            "cache_line": loaded[-1] if loaded else "no result-cache line",
+            "cache_line": loaded_from_cache(report),
             "summary": tail[-1].strip("= ") if tail else done.stdout[-400:] + done.stderr[-400:],
             "figures": found}
 

@@ -20,6 +20,8 @@ import sys
 import pytest
 
 SHARD_KEY = pytest.StashKey[dict]()
+#: Test durations for ordering xdist's groups longest first (:class:`~pytest_privleak.scheduling.GroupScheduling`).
+DURATIONS_KEY = pytest.StashKey[dict]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -28,8 +30,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="run only shard I of N (1 <= I <= N): tests sharing an xdist_group marker, else a "
                          "module, stay on one shard; every shard computes the same split")
     group.addoption("--privleak-shard-durations", dest="privleak_shard_durations", default=None, metavar="PATH",
-                    help="balance the shards by the test durations in this report.json (e.g. main's merged "
-                         "report; pytest-split's .test_durations also works) instead of one unit per test")
+                    help="balance the shards, and under -n N order the xdist groups longest first, by the test "
+                         "durations in this report.json (e.g. main's merged report; pytest-split's "
+                         ".test_durations also works) instead of one unit per test")
     group.addoption("--privleak-merge-reports", dest="privleak_merge_reports", nargs="+", default=None,
                     metavar="DIR",
                     help="collect nothing: merge the report.json of these shard report folders into one report "
@@ -41,17 +44,28 @@ def _shard_settings(config: pytest.Config) -> dict | None:
     from .sharding import ShardError, parse_shard, read_durations
 
     value, path = config.getoption("privleak_shard"), config.getoption("privleak_shard_durations")
-    if value is None:
-        if path is not None:
-            raise pytest.UsageError(f"--privleak-shard-durations={path!r} is given without --privleak-shard; add "
-                                    "--privleak-shard=I/N, or leave the durations out")
-        return None
+    if value is None and path is not None and not _under_xdist(config):
+        raise pytest.UsageError(f"--privleak-shard-durations={path!r} is given without --privleak-shard or -n; add "
+                                "--privleak-shard=I/N (balance shards) or -n N (order xdist groups longest first), "
+                                "or leave the durations out")
     try:
-        shard = parse_shard(value)
+        shard = parse_shard(value) if value is not None else None
         durations, digest = read_durations(path) if path is not None else (None, None)
     except ShardError as exc:
         raise pytest.UsageError(str(exc)) from None
+    if durations is not None:
+        config.stash[DURATIONS_KEY] = durations
+    if shard is None:
+        return None
     return {"shard": shard, "durations": durations, "digest": digest, "plan": None}
+
+
+def _under_xdist(config: pytest.Config) -> bool:
+    """An xdist controller or worker (``-n N``, ``--tx``, ``--dist``)."""
+    if hasattr(config, "workerinput"):
+        return True
+    return getattr(config.option, "dist", "no") not in ("no", None) or bool(getattr(config.option, "tx", None)) \
+        or bool(getattr(config.option, "numprocesses", None))
 
 
 @pytest.hookimpl(tryfirst=True)

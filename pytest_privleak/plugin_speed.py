@@ -169,9 +169,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """``--dist loadgroup`` (chosen by us or by the user): :class:`GroupScheduling`."""
     if config.stash.get(_GROUPS_DIR_KEY, None) is None:
         return None
+    from .plugin_shard import DURATIONS_KEY
     from .scheduling import GroupScheduling
 
-    return GroupScheduling(config, log, config.stash[_GROUPS_DIR_KEY])
+    return GroupScheduling(config, log, config.stash[_GROUPS_DIR_KEY], config.stash.get(DURATIONS_KEY, None))
 
 
 @pytest.hookimpl(wrapper=True)

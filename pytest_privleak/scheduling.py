@@ -7,7 +7,10 @@ own group. Here the workers write ``{nodeid: group}`` to a file the
 controller named (a folder on the controller's machine: workers on other
 hosts cannot write it, and their tests are then scheduled one by one, as
 with ``--dist load``); the scheduler is xdist's ``LoadScopeScheduling`` with
-that map as the scope of each test, largest groups first. Unlike
+that map as the scope of each test, largest groups first: by the recorded
+durations of their tests when ``--privleak-shard-durations`` gives them (main's
+last report; a test it does not know costs the mean of those it knows), else
+by their number of tests, as xdist orders its scopes. Unlike
 ``LoadScopeScheduling``, a test that crashed its worker is not run again on
 the next worker (it is reported as crashed once, as under ``--dist load``);
 the rest of its group is.
@@ -45,10 +48,45 @@ def write_groups(path: str, items) -> None:
 class GroupScheduling(LoadScopeScheduling):
     """``LoadScopeScheduling`` whose scope of a test is its group (from the workers' files), else itself."""
 
-    def __init__(self, config, log, folder: Path) -> None:
+    def __init__(self, config, log, folder: Path, durations: dict[str, float] | None = None) -> None:
         super().__init__(config, log)
         self.folder = Path(folder)
+        self.durations = durations or None
         self._groups: dict[str, str] | None = None
+
+    def schedule(self) -> None:
+        """xdist's first distribution, with the work queue ordered by the groups' recorded durations.
+
+        Without durations, or once the first distribution happened, this is
+        ``LoadScopeScheduling.schedule`` (scopes ordered by number of tests).
+        """
+        assert self.collection_is_completed
+        if self.collection is not None or self.durations is None:
+            return super().schedule()
+        if not self._check_nodes_have_same_collection():
+            self.log("**Different tests collected, aborting run**")
+            return
+        self.collection = list(next(iter(self.registered_collections.values())))
+        if not self.collection:
+            return
+        from .sharding import estimated_costs
+
+        cost = estimated_costs(self.collection, self.durations)
+        units: dict[str, dict[str, bool]] = {}
+        for nodeid in self.collection:
+            units.setdefault(self._split_scope(nodeid), {})[nodeid] = False
+        for scope in sorted(units, key=lambda s: (-sum(cost[n] for n in units[s]), s)):
+            self.workqueue[scope] = units[scope]
+        for _ in range(max(0, len(self.nodes) - len(self.workqueue))):
+            unused, _work = self.assigned_work.popitem()
+            unused.shutdown()
+        for node in self.nodes:
+            self._assign_work_unit(node)
+        for node in self.nodes:
+            self._reschedule(node)
+        if not self.workqueue:
+            for node in self.nodes:
+                node.shutdown()
 
     def _load_groups(self) -> dict[str, str]:
         for path in sorted(self.folder.glob("*.json")):

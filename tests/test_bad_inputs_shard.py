@@ -30,11 +30,11 @@ def test_a_bad_shard_value_is_a_usage_error(pytester):
     result.stderr.fnmatch_lines(["*--privleak-shard='0/3': the shard number I must be between 1 and 3*"])
 
 
-def test_durations_without_a_shard_is_a_usage_error(pytester):
+def test_durations_without_a_shard_or_xdist_is_a_usage_error(pytester):
     pytester.makepyfile(test_a="def test_a():\n    pass\n")
     result = pytester.runpytest_subprocess("--privleak-shard-durations=r.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--privleak-shard-durations='r.json' is given without --privleak-shard; add*"])
+    result.stderr.fnmatch_lines(["*--privleak-shard-durations='r.json' is given without --privleak-shard or -n; add*"])
 
 
 @pytest.mark.parametrize("content, problem", [

@@ -151,3 +151,48 @@ def test_a_second_run_loads_the_result_and_privleak_rerun_recomputes_it(pytester
     assert "privleak result cache: 1 result(s) loaded, 0 computed and stored; --privleak-rerun" in pytester_lines[-1]
     third, rerun_value = run("--privleak-rerun")
     assert third == "computed" and rerun_value == value
+
+
+ORDER_TESTS = """
+import os, time, pytest
+
+def note(name):
+    with open(os.environ["ORDER"], "a") as out:
+        out.write(name + "\\n")
+    time.sleep(0.4)
+
+@pytest.mark.xdist_group("many")
+@pytest.mark.parametrize("i", range(3))
+def test_many(i):
+    note("many")
+
+@pytest.mark.xdist_group("pair")
+@pytest.mark.parametrize("i", range(2))
+def test_pair(i):
+    note("pair")
+
+@pytest.mark.xdist_group("long")
+def test_long():
+    note("long")
+"""
+
+
+def test_with_recorded_durations_the_longest_group_starts_first(pytester, monkeypatch):
+    """Without durations xdist orders groups by their number of tests (the one-test group starts last); with
+    main's durations the longest group is sent first, so it does not start when the others are done."""
+    pytest.importorskip("xdist")
+    order = pytester.path / "order.txt"
+    monkeypatch.setenv("ORDER", str(order))
+    pytester.makepyfile(test_order=ORDER_TESTS)
+    durations = {f"test_order.py::test_many[{i}]": 1.0 for i in range(3)}
+    durations.update({f"test_order.py::test_pair[{i}]": 1.0 for i in range(2)})
+    durations["test_order.py::test_long"] = 100.0
+    (pytester.path / "durations.json").write_text(json.dumps(durations))
+    args = ("-n", "2", "-p", "no:cacheprovider")
+    pytester.runpytest_subprocess(*args).assert_outcomes(passed=6)
+    by_count = order.read_text().split()
+    order.unlink()
+    pytester.runpytest_subprocess(*args, "--privleak-shard-durations=durations.json").assert_outcomes(passed=6)
+    by_duration = order.read_text().split()
+    assert "long" not in by_count[:2] and "long" in by_duration[:2], (by_count, by_duration)
+    assert "pair" not in by_duration[:2]
