@@ -71,7 +71,7 @@ class GroupScheduling(LoadScopeScheduling):
             return
         from .sharding import estimated_costs
 
-        cost = estimated_costs(self.collection, self.durations)
+        cost = self._cost = estimated_costs(self.collection, self.durations)
         units: dict[str, dict[str, bool]] = {}
         for nodeid in self.collection:
             units.setdefault(self._split_scope(nodeid), {})[nodeid] = False
@@ -97,6 +97,25 @@ class GroupScheduling(LoadScopeScheduling):
             if isinstance(data, dict):
                 return {str(k): str(v) for k, v in data.items()}
         return {}
+
+    def _assign_work_unit(self, node) -> None:
+        """With durations: the longest waiting group, unless ``node`` still has more than its share of the
+        remaining work committed; then the shortest, which will not wait long behind it.
+
+        An xdist worker runs a test only once it knows the next one, so the
+        unit sent to a worker that is starting a long test waits for all of
+        it; sending it the shortest unit then leaves the long units to
+        workers about to be free (greedy longest-first otherwise).
+        """
+        cost = getattr(self, "_cost", None)
+        if cost and len(self.workqueue) > 1:
+            committed = sum(cost.get(n, 0.0) for unit in self.assigned_work.get(node, {}).values()
+                            for n, done in unit.items() if not done)
+            waiting = {scope: sum(cost.get(n, 0.0) for n in unit) for scope, unit in self.workqueue.items()}
+            if committed > sum(waiting.values()) / max(1, len(self.nodes)):
+                shortest = min(waiting, key=lambda scope: (waiting[scope], scope))
+                self.workqueue.move_to_end(shortest, last=False)
+        super()._assign_work_unit(node)
 
     def _split_scope(self, nodeid: str) -> str:
         if self._groups is None:

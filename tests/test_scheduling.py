@@ -196,3 +196,32 @@ def test_with_recorded_durations_the_longest_group_starts_first(pytester, monkey
     by_duration = order.read_text().split()
     assert "long" not in by_count[:2] and "long" in by_duration[:2], (by_count, by_duration)
     assert "pair" not in by_duration[:2]
+
+
+class _Node:
+    def __init__(self, name):
+        self.name, self.sent, self.shutting_down = name, [], False
+
+    def send_runtest_some(self, indexes):
+        self.sent.append(indexes)
+
+
+def test_a_worker_starting_a_long_test_gets_the_shortest_group_next(tmp_path):
+    """Worked by hand: 'a' holds 50 s still to run, the queue holds 20 + 8 + 1 s (a fair share is 14.5 s per
+    worker), so 'a' gets the 1 s group; 'b', with 4 s left, gets the 20 s one."""
+    from collections import OrderedDict
+
+    from pytest_privleak.scheduling import GroupScheduling
+
+    ids = ["t.py::long", "t.py::mid", "t.py::small", "t.py::tiny", "t.py::left"]
+    scheduler = GroupScheduling.__new__(GroupScheduling)
+    a, b = _Node("a"), _Node("b")
+    scheduler.registered_collections = {a: ids, b: ids}
+    scheduler._cost = {"t.py::long": 50.0, "t.py::mid": 20.0, "t.py::small": 8.0, "t.py::tiny": 1.0,
+                       "t.py::left": 4.0}
+    scheduler.assigned_work = {a: {"long": {"t.py::long": False}}, b: {"left": {"t.py::left": False}}}
+    scheduler.workqueue = OrderedDict((n.split("::")[1], {n: False}) for n in ids[1:4])
+    scheduler._assign_work_unit(a)
+    assert a.sent == [[3]] and list(scheduler.workqueue) == ["mid", "small"]
+    scheduler._assign_work_unit(b)
+    assert b.sent == [[1]] and list(scheduler.workqueue) == ["small"]
