@@ -71,6 +71,9 @@ class TestRecord:
     seed: int | None = None
     results: list[dict[str, Any]] = field(default_factory=list)
     host: str | None = None
+    #: seconds of each phase (setup, call, teardown); ``duration`` is their sum, so a target trained by a
+    #: module-scoped fixture counts for the test whose setup trained it (what shards and xdist balance on)
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 def _workerinput_of(report: pytest.TestReport) -> dict[str, Any]:
@@ -114,9 +117,10 @@ class Recorder:
         record.device = meta.get("device") or record.device
         record.seed = meta.get("seed", record.seed)
         xfailed = report.skipped and hasattr(report, "wasxfail")  # pytest reports an xfail as skipped
+        record.phases[report.when] = float(getattr(report, "duration", 0.0) or 0.0)
+        record.duration = sum(record.phases.values())
         if report.when == "call":
             record.outcome = "xfailed" if xfailed else report.outcome
-            record.duration = float(getattr(report, "duration", 0.0))
             self.add_results(record, [decode_result(r) for r in meta.get("results", [])], replace=True)
         elif report.failed:
             record.outcome = "error"

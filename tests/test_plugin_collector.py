@@ -69,3 +69,14 @@ def test_every_fixture_of_the_plugin_makes_a_privacy_test():
 
     fixtures = {name for name, obj in vars(plugin).items() if isinstance(obj, FixtureFunctionDefinition)}
     assert "ner_dataset" in fixtures and fixtures <= plugin.PRIVLEAK_FIXTURES
+
+
+def test_a_tests_duration_counts_setup_call_and_teardown_once_each():
+    """A module-scoped fixture that trains a target spends its time in the setup of the first test that uses
+    it: shards and xdist balance on durations, so that time must count."""
+    collector = ResultCollector(_config([]), Settings())
+    for when, seconds in (("setup", 20.0), ("call", 0.5), ("teardown", 0.25), ("call", 0.5)):
+        report = _report("t.py::a", [] if when != "call" else ["x"], when=when)
+        report.duration = seconds
+        collector.pytest_runtest_logreport(report)
+    assert collector.tests["t.py::a"].duration == 20.75
