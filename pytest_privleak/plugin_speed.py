@@ -11,6 +11,10 @@
   lock; distinct targets train on distinct workers at the same time. A test
   with its own ``xdist_group`` marker keeps it; ``--privleak-group=off``
   (or an explicit ``--dist``) turns the automatic grouping off.
+* The groups start longest first by the test durations of
+  ``--privleak-shard-durations``, else of the last run (kept in
+  ``.pytest_cache``, :mod:`pytest_privleak.durations_history`), else by their
+  number of tests.
 
 No torch is imported here.
 """
@@ -70,12 +74,28 @@ def pytest_configure(config: pytest.Config) -> None:
         from pathlib import Path
 
         config.stash[_GROUPS_DIR_KEY] = Path(tempfile.mkdtemp(prefix="privleak-groups-"))
+    _use_recorded_durations(config, controller)
     if settings is None or controller:  # an xdist controller runs no attack
         return
     cache = result_cache.ResultCache(result_cache_root(settings.cache_dir),
                                      rerun=bool(config.getoption("privleak_rerun", False)))
     config.stash[_CACHE_KEY] = cache
     config.stash[_PREVIOUS_KEY] = result_cache.activate(cache)
+
+
+def _use_recorded_durations(config: pytest.Config, controller: bool) -> None:
+    """Record this run's test durations in pytest's cache; under xdist, order the groups by the last run's
+    when no ``--privleak-shard-durations`` was given (:mod:`pytest_privleak.durations_history`)."""
+    if hasattr(config, "workerinput") or getattr(config, "cache", None) is None:
+        return  # a worker (the controller records), or -p no:cacheprovider
+    from . import durations_history
+    from .plugin_shard import DURATIONS_KEY
+
+    config.pluginmanager.register(durations_history.DurationsRecorder(config), "privleak-durations-recorder")
+    if controller and _GROUPS_DIR_KEY in config.stash and DURATIONS_KEY not in config.stash:
+        recorded = durations_history.read(config.cache)
+        if recorded:
+            config.stash[DURATIONS_KEY] = recorded
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

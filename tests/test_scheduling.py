@@ -159,7 +159,7 @@ import os, time, pytest
 def note(name):
     with open(os.environ["ORDER"], "a") as out:
         out.write(name + "\\n")
-    time.sleep(0.4)
+    time.sleep(float(os.environ.get("LONG", "0.4")) if name == "long" else 0.4)
 
 @pytest.mark.xdist_group("many")
 @pytest.mark.parametrize("i", range(3))
@@ -225,3 +225,27 @@ def test_a_worker_starting_a_long_test_gets_the_shortest_group_next(tmp_path):
     assert a.sent == [[3]] and list(scheduler.workqueue) == ["mid", "small"]
     scheduler._assign_work_unit(b)
     assert b.sent == [[1]] and list(scheduler.workqueue) == ["small"]
+
+
+def test_without_a_durations_file_the_last_runs_durations_order_the_groups(pytester, monkeypatch):
+    """The first run has no history (count order) and records each test's seconds in .pytest_cache; the next
+    run starts the group that took longest first. A damaged record is dropped with a warning."""
+    pytest.importorskip("xdist")
+    order = pytester.path / "order.txt"
+    monkeypatch.setenv("ORDER", str(order))
+    monkeypatch.setenv("LONG", "3")
+    pytester.makepyfile(test_order=ORDER_TESTS)
+    pytester.runpytest_subprocess("-n", "2").assert_outcomes(passed=6)
+    first = order.read_text().split()
+    order.unlink()
+    pytester.runpytest_subprocess("-n", "2").assert_outcomes(passed=6)
+    second = order.read_text().split()
+    assert "long" not in first[:2] and "long" in second[:2], (first, second)
+    recorded = json.loads((pytester.path / ".pytest_cache" / "v" / "privleak" / "durations").read_text())
+    assert recorded["test_order.py::test_long"] >= 3 and len(recorded) == 6
+    (pytester.path / ".pytest_cache" / "v" / "privleak" / "durations").write_text('{"t.py::a": -1}')
+    order.unlink()
+    damaged = pytester.runpytest_subprocess("-n", "2")
+    damaged.assert_outcomes(passed=6)
+    damaged.stderr.fnmatch_lines(["*DurationsCacheWarning*not {nodeid: seconds}*"])
+    assert "long" not in order.read_text().split()[:2]
