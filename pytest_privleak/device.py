@@ -198,3 +198,33 @@ def select_torch_device(device: str) -> None:
         import torch
 
         torch.cuda.set_device(int(device.split(":", 1)[1]))
+
+
+#: ``workerinput`` key: how many xdist workers run on this worker's host (set by the controller).
+HOST_WORKERS_KEY = "privleak_host_workers"
+
+
+def worker_cpu_threads(cpu_count: int | None, host_workers: int | None) -> int:
+    """CPU threads for one xdist worker: the host's cores shared out among its workers (at least one).
+
+    Measured (issue 11 item 6): two workers of ``-n 2`` on 2 cores, each
+    with torch's default of 2 threads, ran the exhaustive CEA of a pin in
+    8.2-8.5 s each instead of 1.8 s alone (the threads of one worker wait on
+    the other's); with one thread each, 4.4 s.
+    """
+    return max(1, (cpu_count or 1) // max(1, host_workers or 1))
+
+
+def share_cpu_threads(environ, host_workers: int | None, torch_loaded: bool, cpu_count: int | None) -> int | None:
+    """Limit this xdist worker's torch/OpenMP threads to its share of the host's cores; ``None`` when the user
+    already chose (``OMP_NUM_THREADS`` set). Sets ``OMP_NUM_THREADS`` before torch is imported, else
+    ``torch.set_num_threads``."""
+    if environ.get("OMP_NUM_THREADS"):
+        return None
+    threads = worker_cpu_threads(cpu_count, host_workers)
+    environ["OMP_NUM_THREADS"] = str(threads)
+    if torch_loaded:
+        import torch
+
+        torch.set_num_threads(threads)
+    return threads

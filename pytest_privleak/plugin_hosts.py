@@ -4,7 +4,9 @@ Issue 11 item 2. On the controller, :func:`pytest_configure_node` places each
 worker on the host its spec names and gives it an index among that host's
 workers (:mod:`.placement`), passed in ``workerinput``; on the worker,
 :func:`pytest_configure` pins the GPU of that index on its own host
-(:func:`.device.pin_this_worker`). The collector reads the host from the same
+(:func:`.device.pin_this_worker`) and shares out that host's CPU cores among
+its workers (:func:`.device.share_cpu_threads`: one torch thread each for
+``-n 2`` on 2 cores, unless ``OMP_NUM_THREADS`` is set). The collector reads the host from the same
 ``workerinput`` for every test and crash. A ``--tx`` spec on another host with
 a plain-folder cache gets one warning: each host would train its own copy.
 """
@@ -37,9 +39,14 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # plugin.pytest_configure reports the bad option as a usage error
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
-        from .device import pin_this_worker
+        import os
+        import sys
+
+        from .device import HOST_WORKERS_KEY, pin_this_worker, share_cpu_threads
 
         pin_this_worker(workerinput, list(settings.devices) or None, settings.device)
+        share_cpu_threads(os.environ, workerinput.get(HOST_WORKERS_KEY), "torch" in sys.modules,
+                          len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
         return
     warning = cache_not_shared(spec_strings(config.getoption("tx", None)), settings.cache_dir)
     if warning:
@@ -60,10 +67,18 @@ def cache_not_shared(specs: list[str], cache_dir) -> str | None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:
     """xdist, on the controller: tell the worker its host and its index among that host's workers."""
+    from .device import HOST_WORKERS_KEY
+
     placement = node.config.stash.setdefault(PLACEMENT_KEY, HostPlacement())
     host, index = placement.place(node.gateway.spec, node.gateway.id)
     node.workerinput[HOST_KEY] = host
     node.workerinput[LOCAL_INDEX_KEY] = index
+    node.workerinput[HOST_WORKERS_KEY] = _workers_on(node.config, host)
+
+
+def _workers_on(config: pytest.Config, host: str) -> int:
+    """How many xdist workers this run starts on ``host`` (``-n N`` and ``--tx`` specs)."""
+    return max(1, sum(1 for spec in spec_strings(config.getoption("tx", None)) if host_of_spec(spec) == host))
 
 
 @pytest.hookimpl(optionalhook=True)

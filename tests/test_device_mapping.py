@@ -153,3 +153,33 @@ def test_without_a_per_host_index_the_gw_number_is_used_as_before():
     assert dev.worker_slot(None) is None and dev.worker_slot({}) is None
     assert dev.choose_device("auto", {"workerid": "gw3"}, 2) == "cuda:1"
     assert dev.pin_worker_gpu({}, {}, 4, torch_imported=False) is None              # not an xdist worker
+
+
+@pytest.mark.parametrize("cores, workers, threads", [(2, 2, 1), (2, 1, 2), (16, 4, 4), (2, 4, 1), (None, None, 1)])
+def test_each_worker_gets_its_share_of_the_hosts_cores(cores, workers, threads):
+    from pytest_privleak.device import share_cpu_threads, worker_cpu_threads
+
+    assert worker_cpu_threads(cores, workers) == threads
+    environ = {}
+    assert share_cpu_threads(environ, workers, False, cores) == threads and environ["OMP_NUM_THREADS"] == str(threads)
+
+
+def test_a_thread_count_the_user_set_is_kept():
+    from pytest_privleak.device import share_cpu_threads
+
+    environ = {"OMP_NUM_THREADS": "3"}
+    assert share_cpu_threads(environ, 2, False, 2) is None and environ["OMP_NUM_THREADS"] == "3"
+
+
+def test_under_xdist_each_local_worker_runs_torch_with_its_share_of_the_cores(pytester, monkeypatch):
+    pytest.importorskip("xdist")
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    pytester.makepyfile(test_threads="""
+import os
+def test_threads(privleak_device):
+    import torch
+    cores = len(os.sched_getaffinity(0))
+    assert torch.get_num_threads() == max(1, cores // 2), (torch.get_num_threads(), cores)
+    assert os.environ["OMP_NUM_THREADS"] == str(max(1, cores // 2))
+""")
+    pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider").assert_outcomes(passed=1)
