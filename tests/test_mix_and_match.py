@@ -258,20 +258,13 @@ def test_head_refit_on_public_sentences_fits_the_fine_tuned_encoder(model):
 def test_the_rank_is_loaded_from_the_result_cache_the_second_time(model, tmp_path):
     """A classifier from train_target carries its content hash: the same call is answered from the result cache,
     with the new call's limit and the same message but for the line saying so."""
-    from pytest_privleak import result_cache as rc
+    from helpers_result_cache import active_result_cache, drop_cache_line, leak_message
 
-    previous = rc.activate(rc.ResultCache(tmp_path / "results"))
-    try:
-        messages = []
-        for _ in range(2):
-            with pytest.raises(PrivacyLeakError) as failure:
-                assert_mix_and_match_rank_at_least(model, TOWELS, min_rank=10, name="towels")
-            messages.append(str(failure.value))
+    with active_result_cache(tmp_path / "results") as cache:
+        computed, loaded = (leak_message(lambda: assert_mix_and_match_rank_at_least(model, TOWELS, min_rank=10,
+                                                                                    name="towels"))
+                            for _ in range(2))
         passed = assert_mix_and_match_rank_at_least(model, TOWELS, min_rank=1, name="towels")
-        cache = rc.active()
         assert len(cache.stored) == 1 and len(cache.loaded) == 2 and passed.threshold == 1.0
-    finally:
-        rc.activate(previous)
-    computed, loaded = messages
     assert "loaded from the result cache" in loaded and "loaded from the result cache" not in computed
-    assert "\n".join(l for l in loaded.splitlines() if not l.lstrip().startswith(rc.LOADED_EVIDENCE)) == computed
+    assert drop_cache_line(loaded) == computed

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from helpers_models import QuadraticModel
+from helpers_result_cache import active_result_cache, drop_cache_line, leak_message, without_cache_line
 from pytest_privleak import result_cache as rc
 from pytest_privleak.attacks.cea_assertion import assert_cea_accuracy_at_most, measure_cea
 from pytest_privleak.attacks.exposure_assertion import (assert_d_exposure_below, assert_exposure_below,
@@ -49,16 +50,8 @@ class Hashed:
 @pytest.fixture
 def cache(tmp_path):
     """An active result cache in a fresh folder (the plugin's own, if any, is restored afterwards)."""
-    made = rc.ResultCache(tmp_path / "results")
-    previous = rc.activate(made)
-    yield made
-    rc.activate(previous)
-
-
-def without_cache_line(result: LeakResult) -> dict:
-    data = result.to_json()
-    data["evidence"] = {k: v for k, v in data["evidence"].items() if k != rc.LOADED_EVIDENCE}
-    return data
+    with active_result_cache(tmp_path / "results") as made:
+        yield made
 
 
 # --- keys ----------------------------------------------------------------------------------
@@ -213,23 +206,13 @@ def _leaky():
                                 HASH)
 
 
-def _message(call) -> str:
-    with pytest.raises(PrivacyLeakError) as info:
-        call()
-    return str(info.value)
-
-
-def _drop_cache_line(message: str) -> str:
-    return "\n".join(line for line in message.splitlines() if not line.lstrip().startswith(rc.LOADED_EVIDENCE))
-
-
 def test_cea_verdict_and_message_are_the_same_computed_or_loaded(cache):
     model = _leaky()
-    computed = _message(lambda: assert_cea_accuracy_at_most(model, PIN, 0.0, max_hdt_floor=0.5))
-    loaded = _message(lambda: assert_cea_accuracy_at_most(model, PIN, 0.0, max_hdt_floor=0.5))
+    computed = leak_message(lambda: assert_cea_accuracy_at_most(model, PIN, 0.0, max_hdt_floor=0.5))
+    loaded = leak_message(lambda: assert_cea_accuracy_at_most(model, PIN, 0.0, max_hdt_floor=0.5))
     assert len(cache.loaded) == 1 and "loaded from the result cache" in loaded
     assert "loaded from the result cache" not in computed
-    assert _drop_cache_line(loaded) == computed
+    assert drop_cache_line(loaded) == computed
     cache.rerun = True
     recomputed = measure_cea(model, PIN)
     cache.rerun = False
@@ -275,8 +258,8 @@ def test_d_exposure_and_membership_are_cached_too(cache):
     members = [Utterance((f"w{i}",), ("O",), "x") for i in range(100)]
     non_members = [Utterance((f"w{i}",), ("O",), "x") for i in range(100, 200)]
     call = lambda: assert_membership_auc_at_most(scorer, members, non_members, 0.6, max_tpr_at_fpr=0.5, fpr=0.01)
-    computed, loaded = _message(call), _message(call)
-    assert _drop_cache_line(loaded) == computed and "loaded from the result cache" in loaded
+    computed, loaded = leak_message(call), leak_message(call)
+    assert drop_cache_line(loaded) == computed and "loaded from the result cache" in loaded
     assert len(cache.loaded) == 2
 
 
@@ -285,9 +268,9 @@ def test_ldp_audits_of_built_in_mechanisms_are_cached_with_their_claim(cache):
     again = assert_ldp_holds(SUE(k=7, epsilon=1.0), 1.0, **LDP_SMALL)
     assert len(cache.loaded) == 1 and again.threshold == 1.0
     assert without_cache_line(again) == dataclasses.replace(first, threshold=1.0).to_json()
-    computed = _message(lambda: assert_ldp_holds(OME(lam=10, epsilon=1.0), 1.0, **LDP_SMALL))
-    loaded = _message(lambda: assert_ldp_holds(OME(lam=10, epsilon=1.0), 1.0, **LDP_SMALL))
-    assert _drop_cache_line(loaded) == computed
+    computed = leak_message(lambda: assert_ldp_holds(OME(lam=10, epsilon=1.0), 1.0, **LDP_SMALL))
+    loaded = leak_message(lambda: assert_ldp_holds(OME(lam=10, epsilon=1.0), 1.0, **LDP_SMALL))
+    assert drop_cache_line(loaded) == computed
 
 
 def test_ldp_audits_with_a_time_budget_or_of_a_user_mechanism_are_never_cached(cache):

@@ -16,6 +16,7 @@ import torch
 pytest.importorskip("transformers")
 
 from helpers_embeddings import tiny_encoder  # noqa: E402
+from helpers_result_cache import active_result_cache, drop_cache_line, leak_message, without_cache_line  # noqa: E402
 
 from pytest_privleak import result_cache as rc  # noqa: E402
 from pytest_privleak.adapters.encoder import folder_content_hash  # noqa: E402
@@ -25,7 +26,6 @@ from pytest_privleak.embeddings.inversion_assertion import (assert_embedding_inv
                                                             measure_embedding_inversion)
 from pytest_privleak.embeddings.keyword_assertion import (assert_keyword_inference_at_most,  # noqa: E402
                                                          default_corpora, measure_keyword_inference)
-from pytest_privleak.results import PrivacyLeakError  # noqa: E402
 
 KEYWORDS = ("leg", "hand")
 INVERSION = dict(n_train=1000, n_victims=200, steps=150, sub_attacks=("year",))
@@ -34,10 +34,9 @@ HASH = "ef" * 32
 
 @pytest.fixture
 def cache(tmp_path):
-    made = rc.ResultCache(tmp_path / "results")
-    previous = rc.activate(made)
-    yield made
-    rc.activate(previous)
+    """An active result cache in a fresh folder (the plugin's own, if any, is restored afterwards)."""
+    with active_result_cache(tmp_path / "results") as made:
+        yield made
 
 
 @pytest.fixture(scope="module")
@@ -52,42 +51,26 @@ def corpora():
     return victims, shadow
 
 
-def _message(call) -> str:
-    with pytest.raises(PrivacyLeakError) as info:
-        call()
-    return str(info.value)
-
-
-def _drop_cache_line(message: str) -> str:
-    return "\n".join(line for line in message.splitlines() if not line.lstrip().startswith(rc.LOADED_EVIDENCE))
-
-
-def _without_cache_line(result) -> dict:
-    data = result.to_json()
-    data["evidence"] = {k: v for k, v in data["evidence"].items() if k != rc.LOADED_EVIDENCE}
-    return data
-
-
 def test_keyword_inference_is_attacked_once_and_the_limit_applies_afresh(cache, encoder, corpora):
     victims, shadow = corpora
     call = lambda: assert_keyword_inference_at_most(encoder, KEYWORDS, 0.6, victims=victims, shadow=shadow)
-    computed, loaded = _message(call), _message(call)
+    computed, loaded = leak_message(call), leak_message(call)
     assert len(cache.stored) == 1 and len(cache.loaded) == 1
-    assert "loaded from the result cache" in loaded and _drop_cache_line(loaded) == computed
+    assert "loaded from the result cache" in loaded and drop_cache_line(loaded) == computed
     passed = assert_keyword_inference_at_most(encoder, KEYWORDS, 1.0, victims=victims, shadow=shadow)
     assert passed.verdict == "pass" and passed.threshold == 1.0 and len(cache.loaded) == 2
     measured = measure_keyword_inference(encoder, KEYWORDS, victims=victims, shadow=shadow)
-    assert measured.threshold is None and _without_cache_line(measured) == \
-        _without_cache_line(dataclasses.replace(passed, threshold=None))
+    assert measured.threshold is None and without_cache_line(measured) == \
+        without_cache_line(dataclasses.replace(passed, threshold=None))
     measure_keyword_inference(encoder, KEYWORDS, victims=victims, shadow=shadow, seed=1)   # another seed: computed
     assert len(cache.stored) == 2
 
 
 def test_embedding_inversion_is_attacked_once_with_or_without_its_top5_gate(cache, encoder):
     call = lambda: assert_embedding_inversion_at_most(encoder, "citizen-id", max_top1=0.02, **INVERSION)
-    computed, loaded = _message(call), _message(call)
+    computed, loaded = leak_message(call), leak_message(call)
     assert len(cache.stored) == 1 and len(cache.loaded) == 1
-    assert _drop_cache_line(loaded) == computed
+    assert drop_cache_line(loaded) == computed
     gated = assert_embedding_inversion_at_most(encoder, "citizen-id", max_top1=1.0, max_top5=1.0, **INVERSION)
     assert [r.metric for r in gated] == ["top1_year", "top5_year"] and len(cache.stored) == 2
     assert all(r.threshold == 1.0 and r.verdict == "pass" for r in gated)

@@ -1,0 +1,36 @@
+"""What the result-cache tests share: a failing assertion's message, and a message or result without the
+evidence line that says it was loaded from the result cache (the only difference from a computed one)."""
+import contextlib
+
+import pytest
+
+from pytest_privleak import result_cache as rc
+from pytest_privleak.results import PrivacyLeakError
+
+
+def leak_message(call) -> str:
+    """The message of the PrivacyLeakError that ``call()`` must raise."""
+    with pytest.raises(PrivacyLeakError) as info:
+        call()
+    return str(info.value)
+
+
+def drop_cache_line(message: str) -> str:
+    return "\n".join(line for line in message.splitlines() if not line.lstrip().startswith(rc.LOADED_EVIDENCE))
+
+
+def without_cache_line(result) -> dict:
+    data = result.to_json()
+    data["evidence"] = {k: v for k, v in data["evidence"].items() if k != rc.LOADED_EVIDENCE}
+    return data
+
+
+@contextlib.contextmanager
+def active_result_cache(folder):
+    """A fresh result cache in ``folder``, active inside the block (the one before, if any, is restored)."""
+    made = rc.ResultCache(folder)
+    previous = rc.activate(made)
+    try:
+        yield made
+    finally:
+        rc.activate(previous)
