@@ -39,7 +39,7 @@ def test_trained_once_then_loaded_with_the_same_weights_and_a_content_hash(cache
     a, b = _weights(first.model), _weights(second.model)
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     assert rc.model_hash(first) == rc.model_hash(second) is not None
-    entry = cache.entry(rc.model_hash(second))
+    entry, = [p for p in cache.root.iterdir() if p.is_dir() and not p.name.startswith(".")]
     assert (entry / "model.safetensors").is_file() and not list(entry.glob("*.pt")) and not list(entry.glob("*.pkl"))
     record = json.loads((entry / "target.json").read_text())
     assert record["kind"] == "own-model" and record["config"] == {"steps": 5}
@@ -60,14 +60,23 @@ def test_the_key_follows_config_seed_data_and_the_source(cache, data, tmp_path):
 
 
 def test_the_package_that_defines_the_model_is_part_of_the_key():
-    digest = source_digest({"train": bag.train, "build": bag.untrained, "wrap": None})
+    digest = source_digest({"train": bag.train, "module": bag.Bag, "wrap": None})
     assert sorted(p.rsplit("/", 1)[-1] for p in digest) == ["__init__.py", "bag.py"]
+
+
+def test_the_adapter_changes_the_models_hash_but_not_its_entry(cache, data):
+    """Attack results depend on the adapter, the weights do not: another wrap re-runs the attacks, not training."""
+    bag.CALLS["train"] = 0
+    plain = train_own_model(bag.train, data, build=bag.untrained, cache=cache, steps=2)
+    wrapped = train_own_model(bag.train, data, build=bag.untrained, wrap=bag.Adapter, cache=cache, steps=2)
+    assert bag.CALLS["train"] == 1
+    assert None not in (rc.model_hash(plain), rc.model_hash(wrapped)) and rc.model_hash(plain) != rc.model_hash(wrapped)
 
 
 def test_a_damaged_entry_is_discarded_and_retrained_with_a_warning(cache, data):
     bag.CALLS["train"] = 0
     model = train_own_model(bag.train, data, build=bag.untrained, cache=cache, steps=2)
-    entry = cache.entry(rc.model_hash(model))
+    entry, = [p for p in cache.root.iterdir() if p.is_dir() and not p.name.startswith(".")]
     raw = bytearray((entry / "model.safetensors").read_bytes())
     raw[-1] ^= 0xFF
     (entry / "model.safetensors").write_bytes(bytes(raw))

@@ -8,17 +8,21 @@ module with ``build(dataset)`` (the untrained architecture) and loads the
 weights into it, strictly: a ``build`` that does not make the module ``train``
 made is refused when the entry is first written, not discovered a run later.
 
-The key covers what decides the weights: the dataset's content hash, the
-config, the seed, the device type, the torch version, and the source of the
-code, every ``.py`` file of the top-level package (or the single module) that
-defines ``train``, ``build`` and ``wrap``, plus any ``sources=`` paths. Edit
-the model code and the next run retrains; code outside those files is not
-seen, so name it in ``sources=``.
+The entry's key covers what decides the weights: the dataset's content hash,
+the config, the seed, the device type, the torch version, and the source of
+every ``.py`` file of the top-level package (or the single module) that
+defines ``train``, plus any ``sources=`` paths. Edit the training code and the
+next run retrains; code outside those files is not seen, so name it in
+``sources=``. ``build`` is not in the key: a ``build`` that no longer makes the
+cached architecture fails the strict load, and the entry is discarded (with a
+warning) and retrained.
 
 The returned model (``wrap(module)`` when ``wrap`` is given, the protocol
-adapter a team writes) carries the key as its content hash, so the
-attack-result cache (:mod:`pytest_privleak.result_cache`) reuses its figures:
-an unchanged model re-runs no attack. Training runs with torch pinned to one
+adapter a team writes) carries a content hash of the entry's key and of the
+source of the packages that define the module's class and ``wrap`` (what turns
+the weights into the outputs the attacks read), so the attack-result cache
+(:mod:`pytest_privleak.result_cache`) reuses its figures: an unchanged model
+re-runs no attack, and an edited adapter re-runs them without retraining. Training runs with torch pinned to one
 CPU thread and its global RNG seeded by ``seed`` and restored afterwards, like
 the built-in targets (the thread count changes the weights; see
 :func:`.training.torch_threads`).
@@ -130,9 +134,8 @@ def train_own_model(train: Callable[..., nn.Module], dataset: Any, *, build: Cal
     except (TypeError, ValueError) as exc:
         raise TypeError(f"the config of {_identity(train)} must be plain JSON values (numbers, strings, lists, "
                         f"dicts), got {config!r} ({exc}); it is part of the cache key") from exc
-    key = content_hash({"kind": KIND, "train": _identity(train), "build": _identity(build),
-                        "wrap": None if wrap is None else _identity(wrap),
-                        "sources": source_digest({"train": train, "build": build, "wrap": wrap}, sources),
+    key = content_hash({"kind": KIND, "train": _identity(train),
+                        "sources": source_digest({"train": train}, sources),
                         "dataset": dataset.content_hash(), "config": config, "seed": seed,
                         "device_type": torch_device.type, "torch": torch.__version__,
                         "code_version": training.CODE_VERSION})
@@ -169,4 +172,9 @@ def train_own_model(train: Callable[..., nn.Module], dataset: Any, *, build: Cal
     module, _ = training.cached(cache, key, build=fresh, save=save, load=load, name=label)
     module = module.to(torch_device).eval()
     model = wrap(module) if wrap is not None else module
-    return model if cache is None else mark_content_hash(model, key)
+    if cache is None:
+        return model
+    # what the attacks see: these weights, run by the module's class and read through the adapter
+    outputs = content_hash({"weights": key, "wrap": None if wrap is None else _identity(wrap),
+                            "code": source_digest({"module": type(module), "wrap": wrap})})
+    return mark_content_hash(model, outputs)
