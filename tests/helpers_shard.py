@@ -87,11 +87,17 @@ RUN_SPECIFIC_RUN = ("workers", "xdist", "merged_from", "shard")
 
 
 def _untimed(result: dict) -> dict:
-    """A result without the wall-clock ``seconds`` an attack or a training run notes in ``extra``/``target``."""
+    """A result without the wall-clock ``seconds`` an attack or a training run notes in ``extra``/``target``, and
+    without the evidence line saying it was loaded from the result cache (a shard may load what another run
+    computed)."""
+    from pytest_privleak.result_cache import LOADED_EVIDENCE
+
     out = dict(result)
     for name in ("extra", "target"):
         if isinstance(out.get(name), dict):
             out[name] = {k: v for k, v in out[name].items() if k != "seconds"}
+    if isinstance(out.get("evidence"), dict):
+        out["evidence"] = {k: v for k, v in out["evidence"].items() if k != LOADED_EVIDENCE}
     return out
 
 

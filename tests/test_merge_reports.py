@@ -135,11 +135,12 @@ def test_the_same_figures_in_two_folders_are_kept_once(runs):
     assert len(_merge_in_process(runs, "full", "full")["tests"]) == 14
 
 
-def test_timings_and_places_do_not_count_as_different_figures(runs):
+def test_timings_places_and_loading_from_the_result_cache_do_not_count_as_different_figures(runs):
     other = report(runs, "full")
     for test in other["tests"]:
         for result in test["results"]:
             result["extra"]["seconds"], result["target"]["seconds"], result["device"] = 9.5, 2.0, "cuda:1"
+            result["evidence"]["result cache"] = "loaded from the result cache (key ...)"  # not a figure either
     assert len(merge_reports([("full", report(runs, "full")), ("other", other)])["tests"]) == 14
     other["tests"][0]["results"][0]["extra"]["bits"] = 1.0                 # a figure: refused
     with pytest.raises(MergeError, match=r"with different figures \(extra"):

@@ -5,7 +5,7 @@ strict JSON, version, structure), then the shards must agree: the same seed,
 and, when they were split by ``--privleak-shard``, the same number of shards
 and durations file with every shard present once. A test or result key found
 in two shards is kept once when both shards measured the same figures (where
-it ran and wall-clock ``seconds`` aside), and refused otherwise (a test ran on two shards and the merge cannot tell which
+it ran, wall-clock ``seconds`` and whether it came from the result cache aside), and refused otherwise (a test ran on two shards and the merge cannot tell which
 figure is the run's). The merged report is built by :func:`model.build_report`
 (summary recomputed); each test's and worker's id is prefixed with the folder
 it came from, and ``run.merged_from`` lists the folders.
@@ -106,11 +106,16 @@ def _check_split(shards: list[tuple[str, dict[str, Any]]]) -> None:
 
 
 def _measured(result: dict[str, Any]) -> dict[str, Any]:
-    """What a result measured: without where it ran and how long it took."""
+    """What a result measured: without where it ran, how long it took, and whether this run computed it or
+    loaded it from the result cache (the evidence line :data:`~pytest_privleak.result_cache.LOADED_EVIDENCE`)."""
+    from ..result_cache import LOADED_EVIDENCE
+
     out = {k: v for k, v in result.items() if k not in PLACE_FIELDS}
     for name in ("extra", "target"):
         if isinstance(out.get(name), dict):
             out[name] = {k: v for k, v in out[name].items() if k not in TIMING_KEYS}
+    if isinstance(out.get("evidence"), dict):
+        out["evidence"] = {k: v for k, v in out["evidence"].items() if k != LOADED_EVIDENCE}
     return out
 
 
