@@ -11,7 +11,6 @@ is dropped with a warning rather than failing the run.
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any
 
 CACHE_KEY = "privleak/durations"
@@ -34,14 +33,14 @@ def valid(data: Any) -> dict[str, float] | None:
     return out
 
 
-def read(cache) -> dict[str, float] | None:
-    """The last runs' durations from pytest's ``cache`` (None: none yet, or a damaged entry, with a warning)."""
-    data = cache.get(CACHE_KEY, None)
+def read(config) -> dict[str, float] | None:
+    """The last runs' durations from pytest's cache (None: none yet, or a damaged entry, with a warning)."""
+    data = config.cache.get(CACHE_KEY, None)
     if data is None:
         return None
     durations = valid(data)
     if durations is None:
-        warnings.warn(DurationsCacheWarning(
+        config.issue_config_time_warning(DurationsCacheWarning(
             f"the test durations pytest-privleak keeps in .pytest_cache ({CACHE_KEY}) are not "
             "{nodeid: seconds}; xdist groups are ordered by their number of tests this time and the entry is "
             "rewritten at the end of the run (fix, if it persists: pytest --cache-clear)"), stacklevel=2)

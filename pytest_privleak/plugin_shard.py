@@ -44,6 +44,8 @@ def _shard_settings(config: pytest.Config) -> dict | None:
     from .sharding import ShardError, parse_shard, read_durations
 
     value, path = config.getoption("privleak_shard"), config.getoption("privleak_shard_durations")
+    if value is None and hasattr(config, "workerinput"):
+        return None  # the controller orders the groups; a worker (maybe on another host) needs no durations
     if value is None and path is not None and not _under_xdist(config):
         raise pytest.UsageError(f"--privleak-shard-durations={path!r} is given without --privleak-shard or -n; add "
                                 "--privleak-shard=I/N (balance shards) or -n N (order xdist groups longest first), "

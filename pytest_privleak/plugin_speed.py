@@ -93,7 +93,7 @@ def _use_recorded_durations(config: pytest.Config, controller: bool) -> None:
 
     config.pluginmanager.register(durations_history.DurationsRecorder(config), "privleak-durations-recorder")
     if controller and _GROUPS_DIR_KEY in config.stash and DURATIONS_KEY not in config.stash:
-        recorded = durations_history.read(config.cache)
+        recorded = durations_history.read(config)
         if recorded:
             config.stash[DURATIONS_KEY] = recorded
 

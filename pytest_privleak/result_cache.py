@@ -9,9 +9,11 @@ are the same whether the results were computed now or loaded.
 **Key.** SHA-256 of: the content hash of every model the attack reads (see
 :func:`model_hash`), the attack's name, every argument of the call that can
 change a figure or its label (canary, attack config, seed, confidence,
-``name``, ...), and :func:`code_fingerprint` (the package version, a digest of
+``name``, ...), :func:`code_fingerprint` (the package version, a digest of
 the package's own source files, and the torch / numpy / scipy versions), so
-editing any attack code or upgrading torch recomputes everything.
+editing any attack code or upgrading torch recomputes everything, and torch's
+thread count (an xdist worker runs with its share of the cores, and a result
+measured with another count is not served).
 
 **Which models.** Only a model that carries :data:`CONTENT_HASH_ATTR`, a
 SHA-256 hex digest of everything that determines its outputs. ``train_target``
@@ -98,22 +100,35 @@ class ResultCacheWarning(UserWarning):
 _WEIGHTS_ATTR = "_privleak_weights_digest"
 
 
+#: Optional method of a model: ``privleak_state() -> JSON-safe dict`` of the plain settings its outputs depend on
+#: (a defence's parameters, an encoder's pooling and truncation), checked like its weights.
+STATE_METHOD = "privleak_state"
+
+
 def weights_digest(model: Any) -> str | None:
-    """SHA-256 of the weights of every torch module held directly by ``model``, and of the weights of every
-    model it wraps that declares a content hash (a defence around an encoder); None: it holds none."""
+    """SHA-256 of what can change under a declared content hash: the weights of ``model`` when it is a torch
+    module, else of every torch module it holds directly; the digest of every model it wraps that declares a
+    content hash (a defence around an encoder); and its :data:`STATE_METHOD` settings. None: it has none."""
     torch = sys.modules.get("torch")
     if torch is None:
         return None
-    try:
-        attributes = vars(model)
-    except TypeError:
-        return None
-    held = sorted((k, v) for k, v in attributes.items() if isinstance(v, torch.nn.Module))
-    wrapped = sorted((k, weights_digest(v)) for k, v in attributes.items()
-                     if not isinstance(v, torch.nn.Module) and getattr(v, CONTENT_HASH_ATTR, None) is not None)
-    if not held and not any(d for _, d in wrapped):
+    if isinstance(model, torch.nn.Module):
+        held, wrapped = [("module", model)], []
+    else:
+        try:
+            attributes = vars(model)
+        except TypeError:
+            return None
+        held = sorted((k, v) for k, v in attributes.items() if isinstance(v, torch.nn.Module))
+        wrapped = sorted((k, weights_digest(v)) for k, v in attributes.items()
+                         if not isinstance(v, torch.nn.Module) and getattr(v, CONTENT_HASH_ATTR, None) is not None)
+    state_of = getattr(model, STATE_METHOD, None)
+    state = state_of() if callable(state_of) else None
+    if not held and not any(d for _, d in wrapped) and state is None:
         return None
     digest = hashlib.sha256()
+    if state is not None:
+        digest.update(("state " + json.dumps(state, sort_keys=True, default=repr)).encode("utf-8"))
     for attribute, inner in wrapped:
         digest.update(f"wraps {attribute}:{inner}".encode("utf-8"))
     for attribute, module in held:
@@ -208,9 +223,12 @@ def result_key(attack: str, models: Sequence[Any], inputs: dict[str, Any]) -> st
     hashes = [model_hash(m) for m in models]
     if not hashes or any(h is None for h in hashes):
         return None
+    torch = sys.modules.get("torch")
+    # an attack that trains or encodes with torch's own thread count may differ in the last bits between counts
+    threads = torch.get_num_threads() if torch is not None else None
     try:
         return content_hash({"format": FORMAT, "attack": attack, "models": hashes, "inputs": _plain(inputs),
-                             "code": code_fingerprint()})
+                             "code": code_fingerprint(), "torch_threads": threads})
     except (TypeError, ValueError, RecursionError):
         return None
 

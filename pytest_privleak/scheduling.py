@@ -61,8 +61,8 @@ class GroupScheduling(LoadScopeScheduling):
         ``LoadScopeScheduling.schedule`` (scopes ordered by number of tests).
         """
         assert self.collection_is_completed
-        if self.collection is not None or self.durations is None:
-            return super().schedule()
+        if self.collection is not None or self.durations is None or not self.config.option.loadscopereorder:
+            return super().schedule()  # --no-loadscope-reorder: the collection's order, as the user asked
         if not self._check_nodes_have_same_collection():
             self.log("**Different tests collected, aborting run**")
             return

@@ -1,6 +1,7 @@
 """train_own_model: a team's own torch model trained once per content hash, its attacks cached with it."""
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import textwrap
@@ -153,3 +154,44 @@ def test_in_a_pytest_run_the_second_run_trains_nothing_and_attacks_nothing(pytes
     second = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s")
     second.assert_outcomes(passed=1)
     second.stdout.fnmatch_lines(["*TRAIN CALLS 0*", "*EVIDENCE*result cache*"])
+
+
+def _closure_train():
+    steps = 3
+
+    def train(dataset, seed=0):
+        return bag.train(dataset, seed=seed, steps=steps)
+    return train
+
+
+class _CallableTrain:
+    steps = 3
+
+    def __call__(self, dataset, seed=0):
+        return bag.train(dataset, seed=seed, steps=self.steps)
+
+
+@pytest.mark.parametrize("train, kind", [
+    (functools.partial(bag.train, steps=3), "functools.partial"),
+    (_closure_train(), "closure"),
+    (_CallableTrain(), "callable object"),
+])
+def test_a_train_with_bound_state_is_refused_because_the_key_cannot_see_it(cache, data, train, kind):
+    with pytest.raises(TypeError) as info:
+        train_own_model(train, data, build=bag.untrained, cache=cache)
+    assert kind in str(info.value) and "**config" in str(info.value)
+
+
+def test_another_build_changes_the_models_hash_and_both_runs_return_what_build_makes(cache, data):
+    first = train_own_model(bag.train, data, build=bag.untrained, cache=cache, steps=2)
+    other = train_own_model(bag.train, data, build=bag.reversed_words, cache=cache, steps=2)
+    assert type(first) is bag.Bag and other.words == first.words[::-1]
+    assert rc.model_hash(first) != rc.model_hash(other)
+
+
+def test_a_bare_module_changed_in_place_loses_its_hash(cache, data):
+    model = train_own_model(bag.train, data, build=bag.untrained, cache=cache, steps=2)
+    assert rc.model_hash(model) is not None
+    with torch.no_grad():
+        model.head.weight.zero_()
+    assert rc.model_hash(model) is None

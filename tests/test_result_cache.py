@@ -282,3 +282,16 @@ def test_ldp_audits_with_a_time_budget_or_of_a_user_mechanism_are_never_cached(c
     measure_ldp(Mine(k=3, epsilon=1.0), **LDP_SMALL)
     measure_ldp(SUE(k=7, epsilon=1.0), time_budget=60.0, **LDP_SMALL)
     assert not cache.stored
+
+
+def test_the_key_holds_torchs_thread_count():
+    """An xdist worker runs with its share of the cores: a figure measured with another count is not served."""
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = rc.result_key("cea", [Hashed()], {"seed": 0})
+        torch.set_num_threads(2)
+        two = rc.result_key("cea", [Hashed()], {"seed": 0})
+    finally:
+        torch.set_num_threads(before)
+    assert one != two

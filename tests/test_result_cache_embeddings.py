@@ -39,9 +39,8 @@ def cache(tmp_path):
         yield made
 
 
-@pytest.fixture(scope="module")
-def encoder():
-    torch.set_num_threads(1)
+@pytest.fixture
+def encoder(one_torch_thread):
     return rc.mark_content_hash(tiny_encoder(seed=0), HASH)
 
 
@@ -106,3 +105,16 @@ def test_folder_content_hash_follows_every_file_and_setting(tmp_path):
     assert first != folder_content_hash(str(tmp_path), device_type="cuda")
     (tmp_path / "sub" / "vocab.txt").write_text("a\nc\n")
     assert folder_content_hash(str(tmp_path), device_type="cpu") != first
+
+
+def test_changing_a_defences_or_an_encoders_settings_after_hashing_voids_the_hash():
+    inner = rc.mark_content_hash(tiny_encoder(seed=0), HASH)
+    texts = medical_corpus(60, __import__("numpy").random.default_rng(3)).texts
+    defence = subspace_projection(inner, KEYWORDS, texts, beta=0.1)
+    rounding = rounded(inner, 1)
+    assert None not in (rc.model_hash(defence), rc.model_hash(rounding))
+    rounding.decimals = 3
+    defence.basis = defence.basis[:, :1].copy()
+    assert rc.model_hash(rounding) is None and rc.model_hash(defence) is None
+    inner.max_length = 8
+    assert rc.model_hash(inner) is None

@@ -82,6 +82,10 @@ class TransformersEncoder:
     def device(self) -> torch.device:
         return self.model.get_input_embeddings().weight.device
 
+    def privleak_state(self) -> dict[str, Any]:
+        """The settings the embeddings depend on besides the weights (checked with them by the result cache)."""
+        return {"batch_size": self.batch_size, "normalize": self.normalize, "max_length": self.max_length}
+
     @property
     def dim(self) -> int:
         return int(self.model.config.hidden_size)

@@ -83,6 +83,17 @@ class Defence:
     def describe(self) -> dict[str, Any]:
         return {"defence": self.name, **self.settings(), "inner": encoder_facts(self.inner)}
 
+    def privleak_state(self) -> dict[str, Any]:
+        """What the output depends on besides the inner encoder and any torch module: the settings and a digest of
+        every array (checked by the result cache, so changing them after construction voids the hash)."""
+        import hashlib
+
+        arrays = {k: hashlib.sha256(np.ascontiguousarray(v).tobytes()).hexdigest() + str(v.shape)
+                  for k, v in sorted(vars(self).items()) if isinstance(v, np.ndarray)}
+        plain = {k: v for k, v in sorted(vars(self).items()) if isinstance(v, (bool, int, float, str))
+                 and not k.lstrip("_").startswith("privleak_")}     # not the hash and digest themselves
+        return {"class": type(self).__qualname__, "settings": self.settings(), "plain": plain, "arrays": arrays}
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         z = encode(self.inner, texts, what="the embeddings to defend")
         out = self.apply(z)

@@ -18,11 +18,15 @@ cached architecture fails the strict load, and the entry is discarded (with a
 warning) and retrained.
 
 The returned model (``wrap(module)`` when ``wrap`` is given, the protocol
-adapter a team writes) carries a content hash of the entry's key and of the
-source of the packages that define the module's class and ``wrap`` (what turns
-the weights into the outputs the attacks read), so the attack-result cache
-(:mod:`pytest_privleak.result_cache`) reuses its figures: an unchanged model
-re-runs no attack, and an edited adapter re-runs them without retraining. Training runs with torch pinned to one
+adapter a team writes) is always ``build(dataset)`` holding the weights, also
+on the run that trained them, and carries a content hash of the entry's key
+and of the source of the packages that define the module's class, ``build``
+and ``wrap`` (what turns the weights into the outputs the attacks read), so
+the attack-result cache (:mod:`pytest_privleak.result_cache`) reuses its
+figures: an unchanged model re-runs no attack, and an edited adapter re-runs
+them without retraining. ``train``, ``build`` and ``wrap`` must be
+module-level functions or classes: a ``functools.partial``, a closure or a
+callable object is refused, since its bound state would not be in the key. Training runs with torch pinned to one
 CPU thread and its global RNG seeded by ``seed`` and restored afterwards, like
 the built-in targets (the thread count changes the weights; see
 :func:`.training.torch_threads`).
@@ -79,6 +83,21 @@ def _identity(function: Any) -> str:
     return f"{getattr(function, '__module__', '?')}:{getattr(function, '__qualname__', type(function).__name__)}"
 
 
+def _check_keyable(function: Any, argument: str) -> None:
+    """Refuse a callable whose behaviour depends on state the key cannot see (bound arguments, captured
+    variables, an instance's attributes): only its name and its module's source go into the key."""
+    import functools
+
+    plain = inspect.isclass(function) or (inspect.isfunction(function) and not function.__closure__)
+    if not plain:
+        kind = ("a functools.partial" if isinstance(function, functools.partial)
+                else "a closure (it captures variables)" if inspect.isfunction(function)
+                else f"a {type(function).__name__} (a bound method or callable object)")
+        raise TypeError(f"{argument}={function!r} is {kind}: its bound arguments or state would not be part of the "
+                        "cache key, so a changed value would load the old model. Fix: pass a module-level function "
+                        "or class, and give its settings as keyword arguments of train_own_model (**config)")
+
+
 def _check(train: Any, build: Any, wrap: Any, dataset: Any) -> None:
     if not callable(train):
         raise TypeError(f"train={train!r} must be a function train(dataset, seed=..., **config) -> torch.nn.Module")
@@ -89,6 +108,9 @@ def _check(train: Any, build: Any, wrap: Any, dataset: Any) -> None:
     if wrap is not None and not callable(wrap):
         raise TypeError(f"wrap={wrap!r} must be None or a callable taking the trained module (your protocol "
                         "adapter class, e.g. wrap=SoftInputAdapter)")
+    for argument, function in (("train", train), ("build", build), ("wrap", wrap)):
+        if function is not None:
+            _check_keyable(function, argument)
     if not callable(getattr(dataset, "content_hash", None)):
         raise TypeError(f"dataset must have content_hash() (a pytest_privleak.data dataset, e.g. from the "
                         f"nlu_dataset or inject_canaries fixtures), got {type(dataset).__name__}")
@@ -104,8 +126,8 @@ def _built(build: Callable[[Any], Any], dataset: Any) -> nn.Module:
 
 def _same_architecture(trained: nn.Module, empty: nn.Module, train: Any, build: Any) -> None:
     """Refuse a ``build`` whose module cannot take ``train``'s weights, before anything is cached."""
-    ours = {k: tuple(v.shape) for k, v in trained.state_dict().items()}
-    theirs = {k: tuple(v.shape) for k, v in empty.state_dict().items()}
+    ours = {k: (tuple(v.shape), str(v.dtype)) for k, v in trained.state_dict().items()}
+    theirs = {k: (tuple(v.shape), str(v.dtype)) for k, v in empty.state_dict().items()}
     if ours != theirs:
         differ = sorted(set(ours) ^ set(theirs)) or sorted(k for k in ours if ours[k] != theirs[k])
         raise ValueError(f"build={_identity(build)} makes a module whose weights differ from the one "
@@ -169,12 +191,15 @@ def train_own_model(train: Callable[..., nn.Module], dataset: Any, *, build: Cal
         return module
 
     label = name or f"{getattr(train, '__qualname__', 'model')} {key[:8]}"
-    module, _ = training.cached(cache, key, build=fresh, save=save, load=load, name=label)
+    module, loaded = training.cached(cache, key, build=fresh, save=save, load=load, name=label)
+    if not loaded:  # the same object a later run loads: build(dataset) holding the trained weights
+        trained, module = module, _built(build, dataset)
+        module.load_state_dict(trained.state_dict(), strict=True)
     module = module.to(torch_device).eval()
     model = wrap(module) if wrap is not None else module
     if cache is None:
         return model
     # what the attacks see: these weights, run by the module's class and read through the adapter
-    outputs = content_hash({"weights": key, "wrap": None if wrap is None else _identity(wrap),
-                            "code": source_digest({"module": type(module), "wrap": wrap})})
+    outputs = content_hash({"weights": key, "build": _identity(build), "wrap": None if wrap is None else _identity(wrap),
+                            "code": source_digest({"module": type(module), "build": build, "wrap": wrap})})
     return mark_content_hash(model, outputs)
