@@ -49,7 +49,7 @@ def _results(encoder: Any, m: InversionMeasurement, *, with_top5: bool, name: st
         common["per position"] = ", ".join(f"{k.split()[-1]}: {v:.2f}" for k, v in m.per_position.items())
     out, text = [], remedy()
     for f in m.figures:
-        extra = {f"top5_{f.name}": f.top5, f"top5_chance": f.chance5, **m.extra} if f.chance5 < 1 else dict(m.extra)
+        extra = {f"top5_{f.name}": f.top5, "top5_chance": f.chance5, **m.extra} if f.chance5 < 1 else dict(m.extra)
         evidence = {**common, "recovered": f"{f.hits1} of {f.n} {f.name}s exactly (top-1), {f.hits5} in the top 5"
                     if f.chance5 < 1 else f"{f.hits1} of {f.n} nucleotides (victims x positions)"}
         out.append(LeakResult(attack=ATTACK, metric=f"top1_{f.name}", value=f.top1, threshold=None,
