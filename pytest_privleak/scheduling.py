@@ -52,41 +52,8 @@ class GroupScheduling(LoadScopeScheduling):
         super().__init__(config, log)
         self.folder = Path(folder)
         self.durations = durations or None
+        self._cost: dict[str, float] | None = None
         self._groups: dict[str, str] | None = None
-
-    def schedule(self) -> None:
-        """xdist's first distribution, with the work queue ordered by the groups' recorded durations.
-
-        Without durations, or once the first distribution happened, this is
-        ``LoadScopeScheduling.schedule`` (scopes ordered by number of tests).
-        """
-        assert self.collection_is_completed
-        if self.collection is not None or self.durations is None or not self.config.option.loadscopereorder:
-            return super().schedule()  # --no-loadscope-reorder: the collection's order, as the user asked
-        if not self._check_nodes_have_same_collection():
-            self.log("**Different tests collected, aborting run**")
-            return
-        self.collection = list(next(iter(self.registered_collections.values())))
-        if not self.collection:
-            return
-        from .sharding import estimated_costs
-
-        cost = self._cost = estimated_costs(self.collection, self.durations)
-        units: dict[str, dict[str, bool]] = {}
-        for nodeid in self.collection:
-            units.setdefault(self._split_scope(nodeid), {})[nodeid] = False
-        for scope in sorted(units, key=lambda s: (-sum(cost[n] for n in units[s]), s)):
-            self.workqueue[scope] = units[scope]
-        for _ in range(max(0, len(self.nodes) - len(self.workqueue))):
-            unused, _work = self.assigned_work.popitem()
-            unused.shutdown()
-        for node in self.nodes:
-            self._assign_work_unit(node)
-        for node in self.nodes:
-            self._reschedule(node)
-        if not self.workqueue:
-            for node in self.nodes:
-                node.shutdown()
 
     def _load_groups(self) -> dict[str, str]:
         for path in sorted(self.folder.glob("*.json")):
@@ -98,6 +65,17 @@ class GroupScheduling(LoadScopeScheduling):
                 return {str(k): str(v) for k, v in data.items()}
         return {}
 
+    def _costs(self) -> dict[str, float] | None:
+        """Each test's estimated seconds from the durations (once the collection is known), else None: xdist's
+        own order then stands (by number of tests, or the collection's with ``--no-loadscope-reorder``)."""
+        if self.durations is None or self.collection is None or not self.config.option.loadscopereorder:
+            return None
+        if getattr(self, "_cost", None) is None:
+            from .sharding import estimated_costs
+
+            self._cost = estimated_costs(self.collection, self.durations)
+        return self._cost
+
     def _assign_work_unit(self, node) -> None:
         """With durations: the longest waiting group, unless ``node`` still has more than its share of the
         remaining work committed; then the shortest, which will not wait long behind it.
@@ -107,14 +85,16 @@ class GroupScheduling(LoadScopeScheduling):
         it; sending it the shortest unit then leaves the long units to
         workers about to be free (greedy longest-first otherwise).
         """
-        cost = getattr(self, "_cost", None)
+        cost = self._costs()
         if cost and len(self.workqueue) > 1:
             committed = sum(cost.get(n, 0.0) for unit in self.assigned_work.get(node, {}).values()
                             for n, done in unit.items() if not done)
             waiting = {scope: sum(cost.get(n, 0.0) for n in unit) for scope, unit in self.workqueue.items()}
             if committed > sum(waiting.values()) / max(1, len(self.nodes)):
-                shortest = min(waiting, key=lambda scope: (waiting[scope], scope))
-                self.workqueue.move_to_end(shortest, last=False)
+                pick = min(waiting, key=lambda scope: (waiting[scope], scope))
+            else:
+                pick = min(waiting, key=lambda scope: (-waiting[scope], scope))
+            self.workqueue.move_to_end(pick, last=False)
         super()._assign_work_unit(node)
 
     def _split_scope(self, nodeid: str) -> str:

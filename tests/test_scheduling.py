@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
@@ -217,9 +218,12 @@ def test_a_worker_starting_a_long_test_gets_the_shortest_group_next(tmp_path):
     scheduler = GroupScheduling.__new__(GroupScheduling)
     a, b = _Node("a"), _Node("b")
     scheduler.registered_collections = {a: ids, b: ids}
-    scheduler._cost = {"t.py::long": 50.0, "t.py::mid": 20.0, "t.py::small": 8.0, "t.py::tiny": 1.0,
-                       "t.py::left": 4.0}
+    scheduler.config = SimpleNamespace(option=SimpleNamespace(loadscopereorder=True))
+    scheduler.collection, scheduler._cost = ids, None
+    scheduler.durations = {"t.py::long": 50.0, "t.py::mid": 20.0, "t.py::small": 8.0, "t.py::tiny": 1.0,
+                           "t.py::left": 4.0}
     scheduler.assigned_work = {a: {"long": {"t.py::long": False}}, b: {"left": {"t.py::left": False}}}
+    # xdist's order (by number of tests, all 1 here) would send "mid" first whatever the durations
     scheduler.workqueue = OrderedDict((n.split("::")[1], {n: False}) for n in ids[1:4])
     scheduler._assign_work_unit(a)
     assert a.sent == [[3]] and list(scheduler.workqueue) == ["mid", "small"]
