@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 import torch
 
@@ -80,7 +81,7 @@ def test_embedding_inversion_is_attacked_once_with_or_without_its_top5_gate(cach
 
 def test_a_defended_encoder_inherits_a_hash_from_its_inner_encoder_and_its_own_inputs():
     inner = rc.mark_content_hash(tiny_encoder(seed=0), HASH)
-    texts = medical_corpus(60, __import__("numpy").random.default_rng(3)).texts
+    texts = medical_corpus(60, np.random.default_rng(3)).texts
     a = subspace_projection(inner, KEYWORDS, texts, beta=0.1)
     b = subspace_projection(inner, KEYWORDS, texts, beta=0.1)
     c = subspace_projection(inner, KEYWORDS, texts, beta=0.2)
@@ -109,7 +110,7 @@ def test_folder_content_hash_follows_every_file_and_setting(tmp_path):
 
 def test_changing_a_defences_or_an_encoders_settings_after_hashing_voids_the_hash():
     inner = rc.mark_content_hash(tiny_encoder(seed=0), HASH)
-    texts = medical_corpus(60, __import__("numpy").random.default_rng(3)).texts
+    texts = medical_corpus(60, np.random.default_rng(3)).texts
     defence = subspace_projection(inner, KEYWORDS, texts, beta=0.1)
     rounding = rounded(inner, 1)
     assert None not in (rc.model_hash(defence), rc.model_hash(rounding))

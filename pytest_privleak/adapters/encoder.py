@@ -156,20 +156,13 @@ def minilm_path() -> str:
 def folder_content_hash(path: str, **settings: Any) -> str:
     """SHA-256 of every file under a pretrained model's folder (names and bytes), the transformers version
     and ``settings``: what an encoder loaded from it computes, for the attack-result cache."""
-    import hashlib
     from importlib import metadata
     from pathlib import Path
 
     from ..cache import content_hash
+    from ..cache_manifest import file_digests
 
-    files = {}
-    for file in sorted(p for p in Path(path).rglob("*") if p.is_file()):
-        digest = hashlib.sha256()
-        with open(file, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-        files[file.relative_to(path).as_posix()] = digest.hexdigest()
-    return content_hash({"pretrained": files, "transformers": metadata.version("transformers"),
+    return content_hash({"pretrained": file_digests(Path(path)), "transformers": metadata.version("transformers"),
                          "settings": settings})
 
 

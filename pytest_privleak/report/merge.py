@@ -5,8 +5,9 @@ strict JSON, version, structure), then the shards must agree: the same seed,
 and, when they were split by ``--privleak-shard``, the same number of shards
 and durations file with every shard present once. A test or result key found
 in two shards is kept once when both shards measured the same figures (where
-it ran, wall-clock ``seconds`` and whether it came from the result cache aside), and refused otherwise (a test ran on two shards and the merge cannot tell which
-figure is the run's). The merged report is built by :func:`model.build_report`
+it ran, wall-clock ``seconds`` and whether it came from the result cache
+aside), and refused otherwise (a test ran on two shards and the merge cannot
+tell which figure is the run's). The merged report is built by :func:`model.build_report`
 (summary recomputed); each test's and worker's id is prefixed with the folder
 it came from, and ``run.merged_from`` lists the folders.
 """

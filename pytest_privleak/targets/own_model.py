@@ -33,7 +33,6 @@ the built-in targets (the thread count changes the weights; see
 """
 from __future__ import annotations
 
-import hashlib
 import inspect
 import json
 import sys
@@ -44,6 +43,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..cache_manifest import sha256_file
 from . import training
 
 KIND = "own-model"
@@ -76,7 +76,7 @@ def source_digest(functions: dict[str, Any], sources: Sequence[str | Path] = ())
             raise FileNotFoundError(f"sources= names {str(path)!r}, which is not a file; fix: list the .py files "
                                     "the model's training depends on beyond the package of train/build/wrap")
         files[path.resolve()] = None
-    return {str(path): hashlib.sha256(path.read_bytes()).hexdigest() for path in sorted(files)}
+    return {str(path): sha256_file(path) for path in sorted(files)}
 
 
 def _identity(function: Any) -> str:
@@ -171,8 +171,11 @@ def train_own_model(train: Callable[..., nn.Module], dataset: Any, *, build: Cal
         if not isinstance(module, nn.Module):
             raise TypeError(f"train={_identity(train)} returned a {type(module).__name__}, not a torch.nn.Module; "
                             "fix: return the trained model (its state_dict is what the cache keeps)")
-        _same_architecture(module, _built(build, dataset), train, build)
-        return module
+        # the same object a later run loads: build(dataset) holding the trained weights
+        rebuilt = _built(build, dataset)
+        _same_architecture(module, rebuilt, train, build)
+        rebuilt.load_state_dict(module.state_dict(), strict=True)
+        return rebuilt
 
     def save(module: nn.Module, folder: Path) -> dict:
         record = {"kind": KIND, "code_version": training.CODE_VERSION, "content_hash": key, "seed": seed,
@@ -191,10 +194,7 @@ def train_own_model(train: Callable[..., nn.Module], dataset: Any, *, build: Cal
         return module
 
     label = name or f"{getattr(train, '__qualname__', 'model')} {key[:8]}"
-    module, loaded = training.cached(cache, key, build=fresh, save=save, load=load, name=label)
-    if not loaded:  # the same object a later run loads: build(dataset) holding the trained weights
-        trained, module = module, _built(build, dataset)
-        module.load_state_dict(trained.state_dict(), strict=True)
+    module, _ = training.cached(cache, key, build=fresh, save=save, load=load, name=label)
     module = module.to(torch_device).eval()
     model = wrap(module) if wrap is not None else module
     if cache is None:
