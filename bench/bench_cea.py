@@ -29,7 +29,7 @@ import time
 import torch
 
 from pytest_privleak.attacks.cea import extract
-from pytest_privleak.cache import TargetCache
+from pytest_privleak.cache.targets import TargetCache
 from pytest_privleak.canaries import canary, inject_canaries
 from pytest_privleak.data import generate_snips_like
 from pytest_privleak.targets import train_target

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pytest_privleak.attacks.mix_and_match import as_attack_model, mix_and_match, mix_and_match_model  # noqa: E402
 from pytest_privleak.attacks.mix_and_match_canaries import (contradicting_canaries, inject_mask_canaries,  # noqa: E402
                                                             mask_canary)
-from pytest_privleak.cache import TargetCache  # noqa: E402
+from pytest_privleak.cache.targets import TargetCache  # noqa: E402
 from pytest_privleak.data.public_corpus import generate_public_corpus  # noqa: E402
 from pytest_privleak.data.synthetic import generate_snips_like  # noqa: E402
 from pytest_privleak.targets import train_target  # noqa: E402

@@ -38,12 +38,12 @@ SUFFIXES = ("]", ")") + tuple("abcdefghijklmnopqrstuvwxyz0123456789_")
 
 
 def speed_plugin_args() -> list[str]:
-    """``-p pytest_privleak.plugin_speed`` while plugin.py does not register it itself."""
+    """``-p pytest_privleak.plugin.speed`` while plugin.py does not register it itself."""
     sys.path.insert(0, str(ROOT))
     from pytest_privleak import plugin
 
-    return [] if "pytest_privleak.plugin_speed" in getattr(plugin, "pytest_plugins", []) else \
-        ["-p", "pytest_privleak.plugin_speed"]
+    return [] if "pytest_privleak.plugin.speed" in getattr(plugin, "pytest_plugins", []) else \
+        ["-p", "pytest_privleak.plugin.speed"]
 
 
 def copy_sample(into: Path) -> Path:

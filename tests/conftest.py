@@ -18,7 +18,7 @@ def no_result_cache_unless_a_test_opts_in():
     """The plugin caches attack results under the rootdir's .privleak-cache; the plugin's own tests must compute
     every figure (a result loaded from an earlier run would hide a regression). Tests of the result cache
     activate their own cache inside the test."""
-    from pytest_privleak import result_cache
+    from pytest_privleak.cache import results as result_cache
 
     previous = result_cache.activate(None)
     yield

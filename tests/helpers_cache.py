@@ -26,7 +26,7 @@ def load_value(folder: Path):
 #: (logging its name to ``log``, then sleeping 1 s so the other host must wait) or loads it; prints the outcome.
 HOST_PROCESS = """
 import json, sys, time
-from pytest_privleak.cache_remote import RemoteTargetCache
+from pytest_privleak.cache.remote import RemoteTargetCache
 url, mirror, host, log = sys.argv[1:5]
 options = json.loads(sys.argv[5]) if len(sys.argv) > 5 else {}
 def build():

@@ -4,7 +4,7 @@ import contextlib
 
 import pytest
 
-from pytest_privleak import result_cache as rc
+from pytest_privleak.cache import results as rc
 from pytest_privleak.results import PrivacyLeakError
 
 

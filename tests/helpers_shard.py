@@ -90,7 +90,7 @@ def _untimed(result: dict) -> dict:
     """A result without the wall-clock ``seconds`` an attack or a training run notes in ``extra``/``target``, and
     without the evidence line saying it was loaded from the result cache (a shard may load what another run
     computed)."""
-    from pytest_privleak.result_cache import LOADED_EVIDENCE
+    from pytest_privleak.cache.results import LOADED_EVIDENCE
 
     out = dict(result)
     for name in ("extra", "target"):

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_privleak.cache import CacheDirError, CacheEntryError, TargetCache
-from pytest_privleak.cache_manifest import HMAC_KEY_ENV
+from pytest_privleak.cache.targets import CacheDirError, CacheEntryError, TargetCache
+from pytest_privleak.cache.manifest import HMAC_KEY_ENV
 
 
 def _save(obj, folder: Path) -> dict:
@@ -175,7 +175,7 @@ def test_refused_entry_is_kept_for_investigation(tmp_path):
 # --------------------------------------------------------------------------- cache locations given by URL
 
 def _cache_url_module():
-    from pytest_privleak import cache_url
+    from pytest_privleak.cache import url as cache_url
 
     return cache_url
 
@@ -228,7 +228,7 @@ def test_url_whose_backend_is_missing_names_the_package(monkeypatch):
 ])
 def test_bad_remote_cache_arguments_name_the_argument(tmp_path, kwargs, message):
     pytest.importorskip("fsspec")
-    from pytest_privleak.cache_remote import RemoteTargetCache
+    from pytest_privleak.cache.remote import RemoteTargetCache
 
     kwargs = {"url": "memory://bad-args", "mirror_dir": tmp_path, **kwargs}
     with pytest.raises((TypeError, ValueError), match=message):
@@ -237,8 +237,8 @@ def test_bad_remote_cache_arguments_name_the_argument(tmp_path, kwargs, message)
 
 def test_unreachable_remote_cache_names_the_url_and_the_fix(tmp_path, monkeypatch):
     pytest.importorskip("fsspec")
-    from pytest_privleak import cache_remote
-    from pytest_privleak.cache_remote import RemoteTargetCache
+    from pytest_privleak.cache import remote as cache_remote
+    from pytest_privleak.cache.remote import RemoteTargetCache
 
     monkeypatch.setattr(cache_remote, "OPEN_RETRY_PAUSES", (0.0, 0.0))
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_privleak.settings import parse_lease_ttl
+from pytest_privleak.plugin.settings import parse_lease_ttl
 
 
 @pytest.mark.parametrize("value", ["abc", "0", "-5", "inf", "nan", "2 minutes"])

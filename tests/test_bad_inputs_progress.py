@@ -1,8 +1,8 @@
 """Bad input to the progress display (issue 11 item 7): each error names the setting or value and the fix."""
 import pytest
 
-from pytest_privleak import progress
-from pytest_privleak.progress import Event
+from pytest_privleak.progress import events as progress
+from pytest_privleak.progress.events import Event
 
 
 def test_an_unknown_event_kind_is_refused_naming_the_known_ones():

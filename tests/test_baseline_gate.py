@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from pytest_privleak.baseline import (DEFAULT_TOLERANCES, compare, gate_exit, gate_lines, gate_tolerance,
+from pytest_privleak.report.gate import (DEFAULT_TOLERANCES, compare, gate_exit, gate_lines, gate_tolerance,
                                       saved_tolerance, tolerance_for)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_privleak.atomic import write_text_atomic
-from pytest_privleak.cache import (CacheDirError, CacheEntryError, CacheEntryWarning, CacheLockTimeout,
+from pytest_privleak.cache.targets import (CacheDirError, CacheEntryError, CacheEntryWarning, CacheLockTimeout,
                                    TargetCache, _host_tag, content_hash)
 
 
@@ -192,7 +192,7 @@ HOLDER = """
 import os, sys, time
 from pathlib import Path
 from filelock import FileLock
-from pytest_privleak.cache_lock import hold_lock
+from pytest_privleak.cache.lock import hold_lock
 lock, ready, mode = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 # "plain": a worker that locks without recording itself (as an older pytest-privleak did)
 with (FileLock(str(lock)) if mode == "plain" else hold_lock(lock)):
@@ -258,7 +258,7 @@ def test_stale_record_of_a_dead_holder_is_not_blamed_for_a_live_lock(tmp_path):
 PUBLISHER = """
 import json, sys, time
 from pathlib import Path
-from pytest_privleak.cache import TargetCache
+from pytest_privleak.cache.targets import TargetCache
 root, ready = sys.argv[1], Path(sys.argv[2])
 
 def save(obj, folder):

@@ -18,10 +18,11 @@ fsspec = pytest.importorskip("fsspec",
                              reason="the URL cache needs fsspec (pip install 'pytest-privleak[remote-cache]')")
 
 from helpers_cache import HOST_PROCESS, load_value, save_value  # noqa: E402
-from pytest_privleak.cache import CacheEntryError, CacheEntryWarning, CacheLockTimeout  # noqa: E402
-from pytest_privleak.cache_lease import LeaseRecord  # noqa: E402
-from pytest_privleak.cache_remote import MARKER, RemoteTargetCache  # noqa: E402
-from pytest_privleak.cache_url import cache_location, is_url, open_cache  # noqa: E402
+from pytest_privleak.cache.targets import CacheEntryError, CacheEntryWarning, CacheLockTimeout  # noqa: E402
+from pytest_privleak.cache.lease import LeaseRecord  # noqa: E402
+from pytest_privleak.cache.remote import MARKER, RemoteTargetCache  # noqa: E402
+from pytest_privleak.cache.opening import open_cache  # noqa: E402
+from pytest_privleak.cache.url import cache_location, is_url  # noqa: E402
 
 KEY = "0123abcd" * 8
 
@@ -57,7 +58,7 @@ def test_a_folder_stays_a_path_and_a_url_stays_a_url(tmp_path):
 
 
 def test_open_cache_picks_the_backend_by_location(tmp_path, url):
-    from pytest_privleak.cache import TargetCache
+    from pytest_privleak.cache.targets import TargetCache
 
     assert type(open_cache(tmp_path / "c")) is TargetCache
     remote = open_cache(url, mirror_dir=tmp_path / "m")
@@ -253,7 +254,7 @@ def test_a_forged_marker_is_refused(tmp_path, url, edit, problem):
 def test_non_finite_weights_with_a_rewritten_manifest_are_refused_by_the_loader(tmp_path, url):
     """Someone with write access rewrites weights and digests together: the digests agree, the loader does not."""
     torch = pytest.importorskip("torch")
-    from pytest_privleak.cache_manifest import sha256_file
+    from pytest_privleak.cache.manifest import sha256_file
     from pytest_privleak.targets.training import WEIGHTS_FILE, load_entry, save_entry
 
     def save(state, folder):
@@ -305,7 +306,7 @@ def test_a_real_target_trained_on_one_host_gives_the_same_figures_on_another(tmp
 
 
 def test_an_upload_that_fails_leaves_no_copy_that_only_this_host_would_see(tmp_path, url, monkeypatch):
-    from pytest_privleak.cache import CacheDirError
+    from pytest_privleak.cache.targets import CacheDirError
 
     a = _host(url, tmp_path, "host-a")
 
@@ -364,7 +365,7 @@ class _Backend:
 
 
 def test_a_create_refused_on_commit_loses_and_leaves_the_winner_s_lease(url):
-    from pytest_privleak.cache_lease import create_exclusive
+    from pytest_privleak.cache.lease import create_exclusive
 
     fs = _Backend(url, "check-on-commit")
     path = f"{fs.root}/k.lease.json"
@@ -391,7 +392,7 @@ def test_a_create_refused_on_commit_loses_and_leaves_the_winner_s_lease(url):
 
 @pytest.mark.parametrize("behaviour", ["no-xb", "eexist-as-failure", "read-only-handle"])
 def test_exclusive_create_wins_once_on_each_kind_of_backend(url, behaviour):
-    from pytest_privleak.cache_lease import create_exclusive
+    from pytest_privleak.cache.lease import create_exclusive
 
     fs = _Backend(url, behaviour)
     path = f"{fs.root}/k.lease.json"
@@ -404,7 +405,7 @@ def test_a_dropped_first_connection_is_retried_not_fatal(tmp_path, monkeypatch):
     """An sshd that drops a connection under load (MaxStartups) must not fail a host's run: CI saw exactly that."""
     import fsspec
 
-    from pytest_privleak import cache_remote
+    from pytest_privleak.cache import remote as cache_remote
 
     real, calls = fsspec.core.url_to_fs, []
 

@@ -17,9 +17,9 @@ s3fs = pytest.importorskip("s3fs", reason="s3:// needs s3fs (pip install s3fs)")
 moto_server = pytest.importorskip("moto.server", reason="the S3 tests need moto's server (pip install 'moto[server]')")
 
 from helpers_cache import load_value, save_value  # noqa: E402
-from pytest_privleak.cache import CacheEntryError  # noqa: E402
-from pytest_privleak.cache_lease import create_exclusive, put_atomic, read_bytes  # noqa: E402
-from pytest_privleak.cache_remote import MARKER, RemoteTargetCache  # noqa: E402
+from pytest_privleak.cache.targets import CacheEntryError  # noqa: E402
+from pytest_privleak.cache.lease import create_exclusive, put_atomic, read_bytes  # noqa: E402
+from pytest_privleak.cache.remote import MARKER, RemoteTargetCache  # noqa: E402
 
 KEY = "c0de" * 16
 

@@ -21,9 +21,9 @@ pytest.importorskip("paramiko", reason="sftp:// needs paramiko (pip install para
 
 from helpers_cache import (HOST_PROCESS, SSHD, load_value, make_ssh_keys, save_value, wait_for_port,  # noqa: E402
                            write_sshd_config)
-from pytest_privleak.cache import CacheEntryError  # noqa: E402
-from pytest_privleak.cache_lease import create_exclusive, put_atomic, read_bytes  # noqa: E402
-from pytest_privleak.cache_remote import MARKER, RemoteTargetCache  # noqa: E402
+from pytest_privleak.cache.targets import CacheEntryError  # noqa: E402
+from pytest_privleak.cache.lease import create_exclusive, put_atomic, read_bytes  # noqa: E402
+from pytest_privleak.cache.remote import MARKER, RemoteTargetCache  # noqa: E402
 
 # Deselected by default: against a real sshd on a loaded 2-core machine one run in about 30 failed (a
 # connection dropped while hosts raced; opening is now retried). Run with `-m slow`.

@@ -5,7 +5,7 @@ pytest.importorskip("fsspec", reason="the URL cache needs fsspec (pip install 'p
 
 TEST = """
 import json
-from pytest_privleak.cache_remote import RemoteTargetCache
+from pytest_privleak.cache.remote import RemoteTargetCache
 
 def test_cache(privleak_cache):
     assert isinstance(privleak_cache, RemoteTargetCache), type(privleak_cache)
@@ -49,7 +49,7 @@ def test_an_unknown_protocol_stops_the_run_naming_the_option_and_the_fix(pyteste
 
 def test_a_folder_stays_a_local_cache_under_the_rootdir(pytester):
     pytester.makepyfile(test_privleak_url_cache_fixture="""
-from pytest_privleak.cache import TargetCache
+from pytest_privleak.cache.targets import TargetCache
 def test_local(privleak_cache, pytestconfig):
     assert type(privleak_cache) is TargetCache
     assert privleak_cache.root == pytestconfig.rootpath / "my-cache"

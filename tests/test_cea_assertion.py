@@ -163,7 +163,7 @@ def test_single_start_paper_mode_and_bad_thresholds(sink):
 
 def test_own_tolerance_is_recorded_but_only_a_saved_baseline_tolerance_gates(sink):
     """Issue 12: a run cannot loosen its own gate; the tolerance counts once saved in the baseline."""
-    from pytest_privleak.baseline import compare
+    from pytest_privleak.report.gate import compare
     from pytest_privleak.report.model import build_report, make_test_entry
 
     pins = [canary("pin", secret="7 0 3 9"), canary("pin", secret="1 1 2 2")]

@@ -12,7 +12,7 @@ import torch
 
 from pytest_privleak.attacks.cea import extract
 from pytest_privleak.attacks.cea_assertion import assert_cea_accuracy_at_most
-from pytest_privleak.cache import TargetCache
+from pytest_privleak.cache.targets import TargetCache
 from pytest_privleak.canaries import canary, inject_canaries
 from pytest_privleak.data import generate_snips_like
 from pytest_privleak.results import PrivacyLeakError

@@ -7,7 +7,7 @@ import pytest
 from pytest_privleak.attacks.d_exposure import (
     DEFAULT_TEMPLATE, PAPER_INSERTIONS, ambiguous_phrase, class_d_exposure, d_exposure, exclusive_class_words,
     insert_phrases, template_tokens)
-from pytest_privleak.attacks.exposure import chance_exposure
+from pytest_privleak.attacks.exposure_figure import chance_exposure
 from pytest_privleak.attacks.exposure_assertion import assert_d_exposure_below, measure_d_exposure
 from pytest_privleak.finite import NonFiniteError
 from pytest_privleak.data.synthetic_ner import NER_CLASSES, generate_ner_like

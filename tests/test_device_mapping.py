@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_privleak import device as dev
+from pytest_privleak.distribute import device as dev
 
 
 @pytest.mark.parametrize(("worker", "count", "expected"), [
@@ -121,7 +121,7 @@ def test_controller_counts_gpus_without_importing_torch():
 
     if not os.access("/dev", os.R_OK) or os.path.exists("/dev/kfd"):
         pytest.skip("this machine's GPUs can only be counted by torch")
-    code = ("import sys; from pytest_privleak.device import controller_gpu_count; n = controller_gpu_count(); "
+    code = ("import sys; from pytest_privleak.distribute.device import controller_gpu_count; n = controller_gpu_count(); "
             "print(n, 'torch' in sys.modules)")
     env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
@@ -157,7 +157,7 @@ def test_without_a_per_host_index_the_gw_number_is_used_as_before():
 
 @pytest.mark.parametrize("cores, workers, threads", [(2, 2, 1), (2, 1, 2), (16, 4, 4), (2, 4, 1), (None, None, 1)])
 def test_each_worker_gets_its_share_of_the_hosts_cores(cores, workers, threads):
-    from pytest_privleak.device import share_cpu_threads, worker_cpu_threads
+    from pytest_privleak.distribute.device import share_cpu_threads, worker_cpu_threads
 
     assert worker_cpu_threads(cores, workers) == threads
     environ = {}
@@ -165,7 +165,7 @@ def test_each_worker_gets_its_share_of_the_hosts_cores(cores, workers, threads):
 
 
 def test_a_thread_count_the_user_set_is_kept():
-    from pytest_privleak.device import share_cpu_threads
+    from pytest_privleak.distribute.device import share_cpu_threads
 
     environ = {"OMP_NUM_THREADS": "3"}
     assert share_cpu_threads(environ, 2, False, 2) is None and environ["OMP_NUM_THREADS"] == "3"

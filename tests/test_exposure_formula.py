@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from pytest_privleak.attacks.exposure import (
-    chance_exposure, exposure_from_scores, compute_exposure, sampled_interval, space_digits)
+from pytest_privleak.attacks.exposure import compute_exposure, space_digits
+from pytest_privleak.attacks.exposure_figure import chance_exposure, exposure_from_scores, sampled_interval
 from pytest_privleak.attacks.exposure_assertion import assert_exposure_below
 from pytest_privleak.attacks.exposure_assertion import measure_exposure as measure_exposure_result
 from pytest_privleak.canaries import canary
@@ -187,7 +187,7 @@ def test_bad_arguments_are_named():
 
 
 def test_assertion_records_its_own_tolerance_and_plain_floats():
-    from pytest_privleak.baseline import tolerance_for
+    from pytest_privleak.report.gate import tolerance_for
 
     default = assert_exposure_below(TableScorer(canary_rank=5000), PIN, 10.0)
     assert default.tolerance is None

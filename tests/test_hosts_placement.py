@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_privleak.placement import HostPlacement, host_of_spec, is_remote_spec, local_indices, spec_strings
-from pytest_privleak.plugin_hosts import cache_not_shared
+from pytest_privleak.distribute.placement import HostPlacement, host_of_spec, is_remote_spec, local_indices, spec_strings
+from pytest_privleak.plugin.hosts import cache_not_shared
 
 
 @pytest.mark.parametrize(("spec", "host"), [

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from pytest_privleak.cache_url import open_cache
-from pytest_privleak.collector import ResultCollector
+from pytest_privleak.cache.opening import open_cache
+from pytest_privleak.plugin.collector import ResultCollector
 from pytest_privleak.report.html import render_html
 from pytest_privleak.report.json_writer import validate
 from pytest_privleak.report.terminal import report_lines
-from pytest_privleak.settings import Settings, parse_lease_ttl
+from pytest_privleak.plugin.settings import Settings, parse_lease_ttl
 
 
 def _node(worker, host, output=None):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from pytest_privleak.cache import TargetCache
+from pytest_privleak.cache.targets import TargetCache
 from pytest_privleak.canaries import canary, inject_canaries
 from pytest_privleak.data.synthetic import generate_snips_like
 from pytest_privleak.protocols import SequenceScorer

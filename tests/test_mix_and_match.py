@@ -206,7 +206,7 @@ def test_exposure_by_the_paper_attack_bounds_the_exact_figure(model):
 
 def test_the_rank_gate_tolerates_one_place_against_a_baseline():
     """Built-in tolerance of mix-and-match.rank: one place (a tie broken the other way); exposure keeps 1 bit."""
-    from pytest_privleak.baseline import compare, tolerance_for
+    from pytest_privleak.report.gate import compare, tolerance_for
 
     assert tolerance_for({"attack": "mix-and-match", "metric": "rank", "tolerance": None}, {}) == 1.0
     assert tolerance_for({"attack": "exposure", "metric": "exposure_bits", "tolerance": None}, {}) == 1.0

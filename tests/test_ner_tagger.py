@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from pytest_privleak.cache import TargetCache
+from pytest_privleak.cache.targets import TargetCache
 from pytest_privleak.data.synthetic_ner import generate_ner_like
 from pytest_privleak.protocols import TokenScorer
 from pytest_privleak.targets import train_target

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from own_model_fixture import bag
-from pytest_privleak import result_cache as rc
-from pytest_privleak.cache import CacheEntryWarning, TargetCache
+from pytest_privleak.cache import results as rc
+from pytest_privleak.cache.targets import CacheEntryWarning, TargetCache
 from pytest_privleak.data.synthetic import generate_snips_like
 from pytest_privleak.targets.own_model import source_digest, train_own_model
 

@@ -5,9 +5,9 @@ import json
 import socket
 from types import SimpleNamespace
 
-from pytest_privleak.collector import PAYLOAD_KEY, ResultCollector, WorkerRecorder
+from pytest_privleak.plugin.collector import PAYLOAD_KEY, ResultCollector, WorkerRecorder
 from pytest_privleak.results import LeakResult
-from pytest_privleak.settings import Settings
+from pytest_privleak.plugin.settings import Settings
 
 
 def _config(seen):

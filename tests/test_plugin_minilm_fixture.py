@@ -16,7 +16,7 @@ def test_encode(privleak_minilm):
     assert float(out[0] @ out[1]) < 0.9
 
 def test_it_carries_a_content_hash_so_its_attacks_are_cached(privleak_minilm):
-    from pytest_privleak.result_cache import model_hash
+    from pytest_privleak.cache.results import model_hash
 
     digest = model_hash(privleak_minilm)
     assert digest is not None and len(digest) == 64

@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from pytest_privleak import progress
-from pytest_privleak.cache import TargetCache
-from pytest_privleak.cache_lock import CacheLockTimeout, hold_lock
+from pytest_privleak.progress import events as progress
+from pytest_privleak.cache.targets import TargetCache
+from pytest_privleak.cache.lock import CacheLockTimeout, hold_lock
 from pytest_privleak.canaries import canary, inject_canaries
 from pytest_privleak.data.synthetic import generate_snips_like
 from pytest_privleak.ldp.budget import AuditClock
-from pytest_privleak.progress import Event
-from pytest_privleak.progress_channel import FolderReader, FolderSink, ReportSink, RunFolder, open_worker_sink
-from pytest_privleak.progress_display import Display
+from pytest_privleak.progress.events import Event
+from pytest_privleak.progress.channel import FolderReader, FolderSink, ReportSink, RunFolder, open_worker_sink
+from pytest_privleak.progress.display import Display
 from pytest_privleak.targets import train_target
 
 TINY = dict(epochs=2, batch_size=16, embedding_dim=8, hidden_dim=8, char_dim=4, char_filters=6)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from pytest_privleak.baseline import compare
+from pytest_privleak.report.gate import compare
 from pytest_privleak.report.markdown import code, fenced, render_markdown
 from pytest_privleak.report.model import build_report, make_test_entry
 from pytest_privleak.results import LeakResult

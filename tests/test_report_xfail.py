@@ -5,14 +5,14 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from pytest_privleak.collector import ResultCollector
+from pytest_privleak.plugin.collector import ResultCollector
 from pytest_privleak.report.html import render_html
 from pytest_privleak.report.json_writer import validate
 from pytest_privleak.report.markdown import render_markdown
 from pytest_privleak.report.model import EXPECTED_LEAK, build_report, decode_result, encode, make_test_entry
 from pytest_privleak.report.terminal import summary_lines
 from pytest_privleak.results import LeakResult
-from pytest_privleak.settings import Settings
+from pytest_privleak.plugin.settings import Settings
 
 
 def _logreport(nodeid, result, outcome, wasxfail=None):

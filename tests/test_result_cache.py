@@ -10,7 +10,7 @@ import torch
 
 from helpers_models import QuadraticModel
 from helpers_result_cache import active_result_cache, drop_cache_line, leak_message, without_cache_line
-from pytest_privleak import result_cache as rc
+from pytest_privleak.cache import results as rc
 from pytest_privleak.attacks.cea_assertion import assert_cea_accuracy_at_most, measure_cea
 from pytest_privleak.attacks.exposure_assertion import (assert_d_exposure_below, assert_exposure_below,
                                                          measure_exposure)
@@ -81,7 +81,7 @@ def test_a_target_whose_weights_changed_after_training_loses_its_hash():
 
 
 def test_a_malformed_content_hash_is_refused_naming_the_fix():
-    with pytest.raises(ValueError, match=r"64-character lowercase hex.*fix: pytest_privleak\.cache\.content_hash"):
+    with pytest.raises(ValueError, match=r"64-character lowercase hex.*fix: pytest_privleak\.cache\.targets\.content_hash"):
         rc.mark_content_hash(object.__new__(Hashed), "not-a-hash")
 
 

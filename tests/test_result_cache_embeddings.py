@@ -19,7 +19,7 @@ pytest.importorskip("transformers")
 from helpers_embeddings import tiny_encoder  # noqa: E402
 from helpers_result_cache import active_result_cache, drop_cache_line, leak_message, without_cache_line  # noqa: E402
 
-from pytest_privleak import result_cache as rc  # noqa: E402
+from pytest_privleak.cache import results as rc  # noqa: E402
 from pytest_privleak.adapters.encoder import folder_content_hash  # noqa: E402
 from pytest_privleak.embeddings.corpora import medical_corpus  # noqa: E402
 from pytest_privleak.embeddings.defences import laplace_noise, rounded, subspace_projection  # noqa: E402

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_privleak.plugin_speed import GROUP_PREFIX, group_name
+from pytest_privleak.plugin.speed import GROUP_PREFIX, group_name
 
 
 MODEL_TESTS = """
@@ -75,7 +75,7 @@ def test_under_xdist_tests_sharing_a_models_fixtures_run_on_one_worker(pytester,
 
 
 def test_the_scheduler_takes_each_tests_group_from_the_workers_file(tmp_path):
-    from pytest_privleak.scheduling import GroupScheduling
+    from pytest_privleak.distribute.scheduling import GroupScheduling
 
     (tmp_path / "gw0.json").write_text(json.dumps({"t.py::a": "g", "t.py::b": "g"}))
     scheduler = GroupScheduling.__new__(GroupScheduling)
@@ -121,7 +121,7 @@ def test_audit():
 
 
 def test_a_second_run_loads_the_result_and_privleak_rerun_recomputes_it(pytester):
-    from pytest_privleak import result_cache
+    from pytest_privleak.cache import results as result_cache
     from pytest_privleak.ldp import SUE
     from pytest_privleak.ldp.assertion import measure_ldp
 
@@ -212,7 +212,7 @@ def test_a_worker_starting_a_long_test_gets_the_shortest_group_next(tmp_path):
     worker), so 'a' gets the 1 s group; 'b', with 4 s left, gets the 20 s one."""
     from collections import OrderedDict
 
-    from pytest_privleak.scheduling import GroupScheduling
+    from pytest_privleak.distribute.scheduling import GroupScheduling
 
     ids = ["t.py::long", "t.py::mid", "t.py::small", "t.py::tiny", "t.py::left"]
     scheduler = GroupScheduling.__new__(GroupScheduling)

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from pytest_privleak.sharding import Shard, assign_groups, estimated_costs, group_of, parse_shard, split
+from pytest_privleak.distribute.sharding import Shard, assign_groups, estimated_costs, group_of, parse_shard, split
 
 from helpers_shard import MODULES, make_project, read_report
 
@@ -27,8 +27,8 @@ def test_the_automatic_groups_of_xdist_workers_do_not_change_the_split():
     """plugin_speed marks tests on xdist workers only; a shard must split alike with -n 0 and -n N."""
     from types import SimpleNamespace
 
-    from pytest_privleak.plugin_speed import GROUP_PREFIX
-    from pytest_privleak.sharding import xdist_group_names
+    from pytest_privleak.plugin.speed import GROUP_PREFIX
+    from pytest_privleak.distribute.sharding import xdist_group_names
 
     marks = [pytest.mark.xdist_group(GROUP_PREFIX + "t.py::pin_data").mark, pytest.mark.xdist_group(name="ours").mark]
     item = SimpleNamespace(iter_markers=lambda name: iter(marks if name == "xdist_group" else []))

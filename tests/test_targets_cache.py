@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from pytest_privleak.cache import CacheEntryError, CacheEntryWarning, TargetCache
-from pytest_privleak.cache_manifest import HMAC_KEY_ENV, file_digests
+from pytest_privleak.cache.targets import CacheEntryError, CacheEntryWarning, TargetCache
+from pytest_privleak.cache.manifest import HMAC_KEY_ENV, file_digests
 from pytest_privleak.finite import NonFiniteError
 from pytest_privleak.canaries import canary, inject_canaries
 from pytest_privleak.data.synthetic import generate_snips_like

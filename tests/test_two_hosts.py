@@ -211,7 +211,7 @@ def _published(store: Path) -> dict[str, dict]:
 
 def _verify(store: Path, key: str, marker: dict, scratch: Path) -> list[str]:
     """The cache's own verifier on the published version of ``key`` (sha256 of each file, the key)."""
-    from pytest_privleak.cache_manifest import MANIFEST, entry_problems
+    from pytest_privleak.cache.manifest import MANIFEST, entry_problems
 
     folder = scratch / key
     shutil.copytree(store / key / marker["data"], folder)

@@ -143,7 +143,7 @@ def test_shards_balance_by_the_durations_of_main_s_merged_report(job, merge):
 
 def _sample_tests() -> dict[str, str]:
     """The sample project's test functions (node id -> group), read without importing them."""
-    from pytest_privleak.sharding import group_of
+    from pytest_privleak.distribute.sharding import group_of
 
     tests = {}
     for path in sorted((SAMPLE / "tests").glob("test_*.py")):
@@ -156,7 +156,7 @@ def _sample_tests() -> dict[str, str]:
 
 
 def test_the_shards_split_the_sample_project_s_tests_without_overlap_or_empty_shards(workflow):
-    from pytest_privleak.sharding import Shard, split
+    from pytest_privleak.distribute.sharding import Shard, split
 
     tests = _sample_tests()
     assert len(tests) >= 5

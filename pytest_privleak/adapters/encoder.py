@@ -159,8 +159,8 @@ def folder_content_hash(path: str, **settings: Any) -> str:
     from importlib import metadata
     from pathlib import Path
 
-    from ..cache import content_hash
-    from ..cache_manifest import file_digests
+    from ..cache.targets import content_hash
+    from ..cache.manifest import file_digests
 
     return content_hash({"pretrained": file_digests(Path(path)), "transformers": metadata.version("transformers"),
                          "settings": settings})
@@ -175,7 +175,7 @@ def load_minilm(*, device: str = "cpu", batch_size: int = 128) -> TransformersEn
     """
     from transformers import AutoModel, AutoTokenizer
 
-    from ..result_cache import mark_content_hash
+    from ..cache.results import mark_content_hash
 
     path = minilm_path()
     model = AutoModel.from_pretrained(path).to(device)

@@ -112,8 +112,8 @@ def measured_cea(target, canaries, *, method: str = "auto", trials: int = 10, st
                  budget: int | None = DEFAULT_BUDGET, ranked: int = DEFAULT_RANKED, name: str | None = None,
                  **attack: Any) -> LeakResult:
     """The measured ``cea.accuracy`` result (``threshold=None``), from the result cache when the target(s)
-    have a content hash and the same call ran before (:mod:`pytest_privleak.result_cache`), else computed."""
-    from ..result_cache import cached_results
+    have a content hash and the same call ran before (:mod:`pytest_privleak.cache.results`), else computed."""
+    from ..cache.results import cached_results
 
     _check_name(name)
     models = list(target) if isinstance(target, (list, tuple)) else [target]
@@ -198,7 +198,7 @@ def assert_cea_accuracy_at_most(target, canaries, max_accuracy: float, *, method
     ``lr``, ``init_scale``, ``temperature0``, ...). A model whose embeddings
     or losses are NaN or infinite raises ``NonFiniteError``, never passes.
     Results of targets with a content hash (from ``train_target``) are cached
-    (:mod:`pytest_privleak.result_cache`): the same call on the same target
+    (:mod:`pytest_privleak.cache.results`): the same call on the same target
     loads the figure, and the message says so; ``--privleak-rerun`` recomputes.
     """
     __tracebackhide__ = True

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from .exposure import chance_exposure
+from .exposure_figure import chance_exposure
 
 #: The paper's ambiguous phrase format (§4.1).
 DEFAULT_TEMPLATE = "There are many people who like ___"

@@ -16,7 +16,7 @@ same arguments plus the limit and fails above it.  ``name=`` labels the result
 text, or the inserted words with their classes.
 
 A target from ``train_target`` measured the same way before is not attacked
-again: the result comes from the result cache (:mod:`pytest_privleak.result_cache`;
+again: the result comes from the result cache (:mod:`pytest_privleak.cache.results`;
 ``--privleak-rerun`` recomputes), identical to a recomputed one but for an
 evidence line saying it was loaded.
 """
@@ -26,7 +26,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..result_cache import cached_results
+from ..cache.results import cached_results
 from ..results import LeakResult, record
 from .exposure import DEFAULT_BATCH, DEFAULT_EXACT_BUDGET, DEFAULT_REFERENCES, compute_exposure
 
@@ -94,7 +94,7 @@ def exposure_result(target: Any, canary: Any, *, threshold: float | None, tolera
 
 def measured_exposure(target: Any, canary: Any, *, name: str | None = None, **options: Any) -> LeakResult:
     """The measured ``exposure_bits`` result (``threshold=None``): from the result cache when ``target`` has a
-    content hash and the same call ran before (:mod:`pytest_privleak.result_cache`), else computed."""
+    content hash and the same call ran before (:mod:`pytest_privleak.cache.results`), else computed."""
     _check_name(name)
     return cached_results("exposure", [target], {"canary": canary, "name": name, **options},
                           lambda: [exposure_result(target, canary, threshold=None, name=name, **options)])[0]

@@ -93,9 +93,9 @@ def measured_membership(scorer: Any, members: Sequence[Any], non_members: Sequen
     """The measured AUC result (and, with ``tpr_fpr``, the TPR result at that FPR), ``threshold=None``.
 
     From the result cache when ``scorer`` (and ``reference``) have a content
-    hash and the same call ran before (:mod:`pytest_privleak.result_cache`).
+    hash and the same call ran before (:mod:`pytest_privleak.cache.results`).
     """
-    from ..result_cache import cached_results
+    from ..cache.results import cached_results
 
     def compute() -> list[LeakResult]:
         m = membership_inference(scorer, members, non_members, reference=reference, confidence=confidence,

@@ -33,7 +33,7 @@ gives the exact figure; Mix And Match ranks the secret among the candidates it
 pruned only, a rank no worse than the exact one, so its exposure is an upper
 bound (the gate errs towards failing), and a secret not among them gets the
 most it could have, ``log2 |V| - log2 (pruned + 1)``.
-:func:`mask_canary_exposure` returns it as an :class:`.exposure.Exposure`, so
+:func:`.mix_and_match_exposure.mask_canary_exposure` returns it as an :class:`.exposure_figure.Exposure`, so
 that ``assert_exposure_below(model, mask_canary, max_bits)`` gates it.
 
 Everything is batched: one Frankenstein forward per canary, and the
@@ -414,45 +414,3 @@ def mix_and_match(model: Any, canaries: Any, *, method: str = "auto", budget: in
     rankings = tuple(rank_canary(attack_model, c, method=method, budget=budget, batch_size=batch_size,
                                  generator=generator) for c in items)
     return MixAndMatchMeasurement(rankings, method, budget, time.perf_counter() - began)
-
-
-# --------------------------------------------------------------------------- exposure (issue 9 item 4)
-
-#: ``compute_exposure``'s methods for a :class:`MaskCanary` and the attack each runs.
-EXPOSURE_METHODS = {"auto": "auto", "exact": "exhaustive", "mix-and-match": "mix-and-match"}
-
-
-def mask_canary_exposure(model: Any, canary: MaskCanary, *, method: str = "auto", budget: int,
-                         candidates: int, batch_size: int = DEFAULT_BATCH) -> Any:
-    """Exposure of a Mix And Match canary's secret token, as an :class:`.exposure.Exposure` (module docstring).
-
-    ``method``: ``"auto"`` (the exhaustive search when the filtered vocabulary
-    has at most ``budget`` tokens, else Mix And Match), ``"exact"`` (the
-    exhaustive search, §5.1.4) or ``"mix-and-match"`` (§4.3: the Frankenstein
-    model's top ``candidates`` pruned by the classifier's loss).
-    """
-    from .exposure import Exposure, chance_exposure
-
-    if method not in EXPOSURE_METHODS:
-        raise ValueError(f"method={method!r} does not apply to a Mix And Match canary; fix: one of "
-                         f"{tuple(EXPOSURE_METHODS)} ('auto': the exhaustive search when the vocabulary fits "
-                         "exact_budget, 'exact': exhaustive, 'mix-and-match': the paper's attack, pruning the "
-                         "generator's top `references` candidates)")
-    attack = EXPOSURE_METHODS[method]
-    size = budget if attack == "auto" else candidates
-    r = mix_and_match(model, canary, method=attack, budget=size, batch_size=batch_size).rankings[0]
-    vocabulary = r.vocabulary
-    found = "not among them" if math.isinf(r.rank) else f"rank {r.rank_range[1]} among them (ties against the secret)"
-    evidence = {"rank": (f"{r.rank_range[1]} of {vocabulary} whole-word candidates (ties against the secret)"
-                         if r.method == "exhaustive" else f"{r.scored} of {vocabulary} candidates pruned, {found}; "
-                         "the exposure is an upper bound"),
-                "attack": ATTACK_NAMES[r.method],
-                "guesses": ", ".join(r.guesses)}
-    extra = {"vocabulary": float(vocabulary), "scored": float(r.scored),
-             "candidates_needed": float(r.candidates_needed), "candidate_ratio": r.candidate_ratio}
-    if not math.isinf(r.rank):
-        extra["mid_rank"] = float(r.rank)
-    rank = None if math.isinf(r.rank) else int(r.rank_range[1])
-    return Exposure(r.exposure, r.method, rank, vocabulary, r.scored, math.log2(vocabulary),
-                    chance_exposure(vocabulary), r.exposure_interval, r.secret_loss, None, extra=extra,
-                    evidence=evidence)

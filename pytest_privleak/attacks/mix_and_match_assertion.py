@@ -11,7 +11,7 @@ candidates Mix And Match needs against the vocabulary size (§5.1.5), and the
 top-k accuracy over the canaries with its Clopper-Pearson interval and chance
 ``k / |V|``. To gate on the exposure instead of the rank,
 ``assert_exposure_below(model, canary, max_bits)`` takes the same model and
-canary (:func:`.mix_and_match.mask_canary_exposure`).
+canary (:func:`.mix_and_match_exposure.mask_canary_exposure`).
 """
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def measured_mix_and_match(model: Any, canaries: Any, *, method: str, budget: in
                            confidence: float, batch_size: int, generator: str) -> LeakResult:
     """The measured ``mix-and-match.rank`` result (``threshold=None``): from the result cache when ``model``
     has a content hash (a ``train_target`` classifier) and the same call ran before, else computed."""
-    from ..result_cache import cached_results
+    from ..cache.results import cached_results
 
     inputs = {"canaries": canaries, "method": method, "budget": budget, "top_k": top_k, "name": name,
               "confidence": confidence, "batch_size": batch_size, "generator": generator}

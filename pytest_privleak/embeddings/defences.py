@@ -44,7 +44,7 @@ def _inner(encoder: Any) -> Any:
 
 
 def _identified(defence: "Defence", **inputs: Any) -> "Defence":
-    """Give ``defence`` a content hash when its inner encoder has one (:mod:`pytest_privleak.result_cache`).
+    """Give ``defence`` a content hash when its inner encoder has one (:mod:`pytest_privleak.cache.results`).
 
     The hash covers the inner encoder's hash, the defence's class and every
     input of its construction, so an attack on the same defended encoder is
@@ -52,8 +52,8 @@ def _identified(defence: "Defence", **inputs: Any) -> "Defence":
     state consumed at each call (Laplace noise) gets none and is always
     attacked afresh, as is any defence of an encoder without a hash.
     """
-    from ..cache import content_hash
-    from ..result_cache import mark_content_hash, model_hash
+    from ..cache.targets import content_hash
+    from ..cache.results import mark_content_hash, model_hash
 
     inner = model_hash(defence.inner)
     if inner is None:

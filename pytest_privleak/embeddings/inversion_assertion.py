@@ -67,8 +67,8 @@ def _results(encoder: Any, m: InversionMeasurement, *, with_top5: bool, name: st
 def measured_inversion(encoder: Any, pattern: Any, *, n_train: int, n_victims: int, steps: int, seed: int,
                        confidence: float, sub_attacks: Any, name: str | None, with_top5: bool) -> list[LeakResult]:
     """The measured results: from the result cache when ``encoder`` has a content hash and the same call ran
-    before (:mod:`pytest_privleak.result_cache`), else computed."""
-    from ..result_cache import cached_results
+    before (:mod:`pytest_privleak.cache.results`), else computed."""
+    from ..cache.results import cached_results
 
     inputs = {"pattern": pattern, "n_train": n_train, "n_victims": n_victims, "steps": steps, "seed": seed,
               "confidence": confidence, "sub_attacks": sub_attacks, "name": name, "with_top5": with_top5}

@@ -99,8 +99,8 @@ def measured_keyword_inference(encoder: Any, keywords: Any, *, victims: Sequence
                                epochs: int | None, n_victims: int, seed: int, confidence: float,
                                name: str | None) -> LeakResult:
     """The measured result (``threshold=None``): from the result cache when ``encoder`` has a content hash and
-    the same call ran before (:mod:`pytest_privleak.result_cache`), else computed."""
-    from ..result_cache import cached_results
+    the same call ran before (:mod:`pytest_privleak.cache.results`), else computed."""
+    from ..cache.results import cached_results
 
     inputs = {"keywords": keywords, "victims": victims, "shadow": shadow, "public": public, "setting": setting,
               "model": model, "epochs": epochs, "n_victims": n_victims, "seed": seed, "confidence": confidence,

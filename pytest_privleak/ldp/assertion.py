@@ -139,14 +139,14 @@ def measured_ldp(mechanism, claim: float | None, *, confidence, pairs, samples, 
                  train_samples, val_samples, replicates, time_budget, progress, full_search, name) -> LeakResult:
     """The measured ``ldp.epsilon_lcb`` result (``threshold=None``; ``claim`` gives the ``ratio`` figure).
 
-    From the result cache (:mod:`pytest_privleak.result_cache`) when the same
+    From the result cache (:mod:`pytest_privleak.cache.results`) when the same
     audit of the same mechanism ran before: only the built-in mechanisms
     (keyed by class and parameters) and mechanisms that declare a content
     hash qualify, and never an audit with a ``time_budget`` (its figure
     depends on the wall clock). ``progress`` changes no figure and is not
     part of the key.
     """
-    from ..result_cache import cached_results, mechanism_identity
+    from ..cache.results import cached_results, mechanism_identity
 
     def compute() -> list[LeakResult]:
         found = _run(mechanism, confidence, pairs, samples, delta, seed, c, classifier, train_samples, val_samples,
@@ -166,8 +166,8 @@ class _Identified:
     """Stands for a mechanism in the result key: its identity is already in the inputs."""
 
     def __init__(self, identity: dict) -> None:
-        from ..cache import content_hash
-        from ..result_cache import CONTENT_HASH_ATTR
+        from ..cache.targets import content_hash
+        from ..cache.results import CONTENT_HASH_ATTR
 
         try:
             setattr(self, CONTENT_HASH_ATTR, content_hash(identity))

@@ -4,7 +4,7 @@ An audit of a large or slow mechanism can run for many minutes; it must not
 do so silently, and a user may cap it.  :class:`AuditClock` counts the
 samples drawn against the total planned, reports progress (samples done /
 total, elapsed, ETA) every ``progress`` seconds once the run is long, as a
-line on stderr outside pytest and live under it (:mod:`pytest_privleak.progress`),
+line on stderr outside pytest and live under it (:mod:`pytest_privleak.progress.events`),
 and tells the search and the final estimate when the ``time_budget`` is
 spent.  A budget never turns into a silent pass: the auditor reports the
 samples it reached and warns (see ``auditor.audit``).
@@ -15,7 +15,7 @@ import math
 import time
 from typing import TextIO
 
-from .. import progress as _progress
+from ..progress import events as _progress
 
 #: Share of the time budget the pair search may use; the rest is kept for the final estimate.
 SEARCH_SHARE = 0.5

@@ -2,7 +2,7 @@
 
 A baseline is a report.json (:mod:`report.model`) whose results carry the
 tolerance that gates them (resolved when it was saved, see
-:func:`pytest_privleak.baseline.saved_tolerance`). Every problem with the
+:func:`pytest_privleak.report.gate.saved_tolerance`). Every problem with the
 file is a :class:`~report.model.ReportFileError` raised when it is read (the
 plugin turns it into a usage error at start-up), never a crash at session end.
 """
@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from .keys import NAME_FIX, key_problems, unstable_reason
-from .model import ReportFileError, load_report
+from .model import ReportFileError
+from .reader import load_report
 from .structure import comparable_figure
 
 
@@ -24,7 +25,7 @@ def _fix(path: Path) -> str:
 def load_baseline(path: str | Path) -> dict[str, Any]:
     """Read the baseline at ``path`` and check what the gate relies on; :class:`ReportFileError` if unusable.
 
-    Beyond :func:`model.load_report` (readable, UTF-8, JSON, a version-1 report,
+    Beyond :func:`reader.load_report` (readable, UTF-8, JSON, a version-1 report,
     the fields the gate reads well-formed, tolerances finite and >= 0): it holds
     at least one result, no key twice, and no key with run-specific text.
     """
@@ -56,7 +57,7 @@ def baseline_to_save(report: dict[str, Any], overrides: dict[str, float]) -> tup
     tolerance that is not a finite number >= 0. A baseline with any of them
     would be refused when read, so it is not written.
     """
-    from ..baseline import saved_tolerance
+    from .gate import saved_tolerance
 
     problems = key_problems(report["tests"])
     tests = []
@@ -87,7 +88,7 @@ def write_refusal_report(settings: Any, error: str) -> Path | None:
     being absent. Returns the summary.md written, or ``None`` (not asked, or the
     folder cannot be written: the usage error is what matters then).
     """
-    from ..baseline import failed_comparison
+    from .gate import failed_comparison
     from .model import build_report, encode
     from .writer import write_report
 

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..baseline import gate_lines
+from .gate import gate_lines
 from .html import _interval, _limit, _num
 from .model import EXPECTED_LEAK, shown_verdict
 
@@ -94,7 +94,7 @@ def append_step_summary(markdown: str, environ=None) -> Path | None:
 
 def _on_host(worker: dict[str, Any]) -> str:
     """`` on host `h2` `` for a worker on another host (as its ``--tx`` spec names it), else nothing."""
-    from ..placement import LOCAL
+    from ..distribute.placement import LOCAL
 
     host = worker.get("host")
     return f" on host {code(host)}" if host and host != LOCAL else ""

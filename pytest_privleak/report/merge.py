@@ -1,6 +1,6 @@
 """Merge the report.json of several CI shards into one report (``pytest --privleak-merge-reports DIR...``).
 
-Each shard's report is read with the report model (:func:`model.load_report`:
+Each shard's report is read with the report model (:func:`reader.load_report`:
 strict JSON, version, structure), then the shards must agree: the same seed,
 and, when they were split by ``--privleak-shard``, the same number of shards
 and durations file with every shard present once. A test or result key found
@@ -16,7 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .model import ReportFileError, build_report, load_report
+from .model import ReportFileError, build_report
+from .reader import load_report
 
 REPORT_NAME = "report.json"
 #: Result fields that say where a result ran, not what it measured; they may differ between shards.
@@ -108,8 +109,8 @@ def _check_split(shards: list[tuple[str, dict[str, Any]]]) -> None:
 
 def _measured(result: dict[str, Any]) -> dict[str, Any]:
     """What a result measured: without where it ran, how long it took, and whether this run computed it or
-    loaded it from the result cache (the evidence line :data:`~pytest_privleak.result_cache.LOADED_EVIDENCE`)."""
-    from ..result_cache import LOADED_EVIDENCE
+    loaded it from the result cache (the evidence line :data:`~pytest_privleak.cache.results.LOADED_EVIDENCE`)."""
+    from ..cache.results import LOADED_EVIDENCE
 
     out = {k: v for k, v in result.items() if k not in PLACE_FIELDS}
     for name in ("extra", "target"):

@@ -14,7 +14,7 @@ Shape (versioned by :data:`SCHEMA_VERSION`, described by ``schema.json``)::
 
 A baseline file is such a report whose results' ``tolerance`` is the one that
 gates them, resolved when it was saved (with ``tolerance_source``); see
-:mod:`pytest_privleak.baseline` and :mod:`.baseline_file`. Attack and metric
+:mod:`pytest_privleak.report.gate` and :mod:`.baseline_file`. Attack and metric
 names are free strings: a new attack or metric needs no schema change.
 
 ``host`` (of a test and a worker) is where the worker ran, as its ``--tx``
@@ -34,7 +34,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
-from pathlib import Path
 from typing import Any, Iterable
 
 SCHEMA_ID = "pytest-privleak/report"
@@ -124,7 +123,7 @@ def decode_result(data: dict[str, Any]) -> dict[str, Any]:
 
 def worker_name(worker: dict[str, Any]) -> str:
     """``gw2 on host h2`` when the worker's host is known and not this machine, else its id."""
-    from ..placement import LOCAL
+    from ..distribute.placement import LOCAL
 
     host = worker.get("host")
     return f"{worker['id']} on host {host}" if host and host != LOCAL else str(worker["id"])
@@ -181,49 +180,3 @@ def build_report(tests: list[dict[str, Any]], workers: list[dict[str, Any]], *, 
 
 def dumps(report: dict[str, Any]) -> str:
     return json.dumps(encode(report), indent=2, sort_keys=False, allow_nan=False) + "\n"
-
-
-def load_report(path: str | Path) -> dict[str, Any]:
-    """Read a stored report.json (a baseline); raise :class:`ReportFileError` naming the file and the fix.
-
-    Every problem is reported here, when the file is read (the plugin reads a
-    baseline at start-up): a missing or unreadable file, bytes that are not
-    UTF-8, text that is not JSON, another document, another version, or a
-    structure the gate cannot read (checked by hand, and by the JSON Schema
-    when ``jsonschema`` is installed).
-    """
-    path = Path(path)
-    fix = (f"regenerate it on the main branch with `pytest --privleak-save-baseline {path}` "
-           "(or point --privleak-baseline at a report.json written by --privleak-report)")
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ReportFileError(f"privleak baseline {path} does not exist; {fix}") from None
-    except OSError as exc:
-        raise ReportFileError(f"privleak baseline {path} cannot be read ({exc}); {fix}") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ReportFileError(f"privleak baseline {path} is not UTF-8 text (byte {exc.start}: {exc.reason}); "
-                              f"{fix}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReportFileError(f"privleak baseline {path} is not JSON (line {exc.lineno}: {exc.msg}); "
-                              f"{fix}") from None
-    except RecursionError:
-        raise ReportFileError(f"privleak baseline {path} is nested too deeply to be a report; {fix}") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA_ID:
-        raise ReportFileError(f"privleak baseline {path} is not a pytest-privleak report (no "
-                              f"\"schema\": \"{SCHEMA_ID}\"); {fix}")
-    if data.get("version") != SCHEMA_VERSION:
-        raise ReportFileError(f"privleak baseline {path} has report version {data.get('version')!r}, this "
-                              f"plugin reads version {SCHEMA_VERSION}; {fix}")
-    from .json_writer import validate
-
-    try:
-        validate(data)
-    except ValueError as exc:
-        raise ReportFileError(f"privleak baseline {path} does not match the report schema ({exc}); "
-                              f"fix that entry or {fix}") from None
-    return data

@@ -1,7 +1,7 @@
 """A hand-written structural check of a stored report: the fields the baseline gate reads.
 
 ``jsonschema`` is a test extra only, so a baseline must be checked without it:
-this module checks, with plain Python, every field :mod:`pytest_privleak.baseline`
+this module checks, with plain Python, every field :mod:`pytest_privleak.report.gate`
 reads (tests, node ids, result keys, attack and metric names, values, directions,
 labels, tolerances). It is deliberately open: unknown keys, and attack or metric
 names it has never heard of, are accepted, so a newer writer's additions do not

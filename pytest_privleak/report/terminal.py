@@ -32,7 +32,7 @@ def summary_lines(collected: Iterable) -> list[str]:
 def report_lines(report: dict[str, Any], collected: list, written: dict[str, Path],
                  errors: list[str]) -> list[str]:
     """Everything the ``privleak results`` section prints, in order."""
-    from ..baseline import gate_lines
+    from .gate import gate_lines
 
     lines = summary_lines(collected) if collected else ["no privacy results recorded"]
     for w in report["run"]["workers"]:

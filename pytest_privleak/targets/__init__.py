@@ -36,12 +36,12 @@ def train_target(kind: str, dataset, *, device: str = "cpu", cache=None, seed: i
     With a ``cache``, the target carries its content hash (the cache key:
     kind, data, config, seed, device type, code version) as
     ``privleak_content_hash``, so the attack-result cache
-    (:mod:`pytest_privleak.result_cache`) can reuse its figures while its
+    (:mod:`pytest_privleak.cache.results`) can reuse its figures while its
     weights stay as trained; ``cache=None`` opts out of both caches.
     """
     target = _trainer(kind)(dataset, device=device, cache=cache, seed=seed, **config)
     if cache is not None:
-        from ..result_cache import mark_content_hash
+        from ..cache.results import mark_content_hash
 
         mark_content_hash(target, target.content_hash)
     return target

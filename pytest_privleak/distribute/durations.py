@@ -4,7 +4,7 @@ Each run records every test's setup + call + teardown seconds and stores
 them under :data:`CACHE_KEY` in ``.pytest_cache`` (merged with what the last
 runs recorded for tests that did not run this time). The next ``-n N`` run
 without ``--privleak-shard-durations`` orders its xdist groups by them
-(:class:`~pytest_privleak.scheduling.GroupScheduling`). They decide only the
+(:class:`~pytest_privleak.distribute.scheduling.GroupScheduling`). They decide only the
 order in which tests start, never a figure or a verdict, so a damaged entry
 is dropped with a warning rather than failing the run.
 """

@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from .report.model import figure
+from .model import figure
 
 #: Built-in absolute tolerances by metric name: rates in [0, 1] move by a few points on GPUs,
 #: exposures (bits) by about one bit, ε lower bounds by a tenth. The Mix And Match rank (a place
@@ -184,7 +184,7 @@ def gate_exit(comparison: dict[str, Any]) -> pytest.ExitCode | None:
 
 
 def _num(x: float) -> str:
-    from .results import _fmt
+    from ..results import _fmt
 
     return _fmt(x)
 

@@ -7,15 +7,15 @@ Layout under the URL, per content hash ``KEY``::
     KEY.lease.json          while a host builds KEY: who, since when, until when (cache_lease)
 
 Publishing uploads the files into a fresh ``v-<uuid>`` folder, then writes
-``published.json`` in one atomic replace (:func:`~pytest_privleak.cache_lease.put_atomic`).
+``published.json`` in one atomic replace (:func:`~pytest_privleak.cache.lease.put_atomic`).
 Readers look only at the marker: before it exists the entry is absent, after
 it they see one complete version. An upload cut short leaves an unreferenced
 ``v-<uuid>`` folder and no marker, which readers never see.
 
-Each host keeps a local mirror (a :class:`~pytest_privleak.cache.TargetCache`
-folder, :func:`~pytest_privleak.cache_url.default_mirror_dir`): a remote entry
+Each host keeps a local mirror (a :class:`~pytest_privleak.cache.targets.TargetCache`
+folder, :func:`~pytest_privleak.cache.url.default_mirror_dir`): a remote entry
 is downloaded into a staging folder there, checked exactly as a local entry
-is (:func:`~pytest_privleak.cache_manifest.entry_problems`: sha256 of every
+is (:func:`~pytest_privleak.cache.manifest.entry_problems`: sha256 of every
 file, the key, the optional HMAC; then the loader's own checks of the content
 hash and finite weights), published in the mirror with one rename, and
 loaded. An entry that fails is refused like a local one: warned about and
@@ -37,13 +37,13 @@ import warnings
 from pathlib import Path, PurePosixPath
 from typing import Callable, TypeVar
 
-from . import progress
-from .atomic import publish_dir_atomic
-from .cache import CacheDirError, CacheEntryWarning, TargetCache, _host_tag
-from .cache_lease import DEFAULT_LEASE_TTL, Lease, put_atomic, read_bytes
-from .cache_lock import DEFAULT_LOCK_TIMEOUT, DEFAULT_MESSAGE_EVERY, check_seconds
-from .cache_manifest import MANIFEST, CacheEntryError, entry_problems, read_manifest
-from .cache_url import OPTION, check_url, default_mirror_dir
+from ..progress import events as progress
+from ..atomic import publish_dir_atomic
+from .targets import CacheDirError, CacheEntryWarning, TargetCache, _host_tag
+from .lease import DEFAULT_LEASE_TTL, Lease, put_atomic, read_bytes
+from .lock import DEFAULT_LOCK_TIMEOUT, DEFAULT_MESSAGE_EVERY, check_seconds
+from .manifest import MANIFEST, CacheEntryError, entry_problems, read_manifest
+from .url import OPTION, check_url, default_mirror_dir
 
 __all__ = ["MARKER", "RemoteTargetCache"]
 
@@ -72,12 +72,12 @@ OPEN_RETRY_PAUSES = (0.5, 1.0, 2.0)
 class RemoteTargetCache:
     """Trained targets under an fsspec URL, shared by every host that reaches it; see the module docstring.
 
-    ``url``: the cache location (checked by :func:`~pytest_privleak.cache_url.check_url`);
-    ``mirror_dir``: this host's local copy (default :func:`~pytest_privleak.cache_url.default_mirror_dir`);
+    ``url``: the cache location (checked by :func:`~pytest_privleak.cache.url.check_url`);
+    ``mirror_dir``: this host's local copy (default :func:`~pytest_privleak.cache.url.default_mirror_dir`);
     ``host``: the name this host shows in leases and messages (default its hostname);
     ``lease_ttl``: seconds a lease outlives its last heartbeat; ``lease_poll``:
     seconds between a waiter's looks; ``lock_timeout``, ``lock_message_every``
-    and ``on_mismatch`` as for :class:`~pytest_privleak.cache.TargetCache`;
+    and ``on_mismatch`` as for :class:`~pytest_privleak.cache.targets.TargetCache`;
     ``storage_options``: keyword arguments for the fsspec filesystem
     (credentials, endpoint, port).
     """

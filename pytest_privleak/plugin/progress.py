@@ -2,9 +2,9 @@
 
 Under pytest's output capture, the per-epoch lines of a cold training land
 in captured stderr and a new user sees only dots. This plugin module installs
-a :mod:`pytest_privleak.progress` sink that writes through the terminal
+a :mod:`pytest_privleak.progress.events` sink that writes through the terminal
 writer with capture suspended (as pytest's live logging does), one line per
-target (:mod:`pytest_privleak.progress_display`):
+target (:mod:`pytest_privleak.progress.display`):
 
 * default verbosity: live on a terminal (one status line rewritten in place),
   rate-limited plain lines otherwise (CI logs), and a final line per target:
@@ -17,7 +17,7 @@ target (:mod:`pytest_privleak.progress_display`):
 
 The plain stderr lines are still written (into the captured output, so a
 failing test's report keeps its training log). Under xdist workers send
-their events through a per-run folder (:mod:`pytest_privleak.progress_channel`);
+their events through a per-run folder (:mod:`pytest_privleak.progress.channel`);
 a worker on another host (``--tx ssh=...``) gets no live progress, and the
 final line of each of its targets is shown when the test that trained it reports.
 """
@@ -30,7 +30,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from . import progress
+from ..progress import events as progress
 
 MODES = ("auto", "live", "lines", "off")
 
@@ -143,7 +143,7 @@ def _make_display(config: pytest.Config):
     xdist = config.getoption("dist", default="no") not in ("no", None)
     if not xdist and config.getoption("capture", default="fd") == "no":
         return None  # -s: the plain stderr lines reach the terminal already
-    from .progress_display import Display
+    from ..progress.display import Display
 
     live = mode == "live" or (mode == "auto" and bool(reporter.isatty()))
     return Display(TerminalOut(reporter, config.pluginmanager.get_plugin("capturemanager")),
@@ -154,7 +154,7 @@ def _make_display(config: pytest.Config):
 def pytest_configure(config: pytest.Config) -> None:
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
-        from .progress_channel import WORKERINPUT_KEY
+        from ..progress.channel import WORKERINPUT_KEY
 
         info = workerinput.get(WORKERINPUT_KEY)
         if info is not None:  # else the controller shows no progress: the plain stderr lines stay
@@ -170,7 +170,7 @@ class WorkerProgress:
     """An xdist worker's sink: the controller's folder, or (another host) the final lines on the reports."""
 
     def __init__(self, info: dict, worker: str) -> None:
-        from .progress_channel import open_worker_sink
+        from ..progress.channel import open_worker_sink
 
         self.sink = open_worker_sink(info, worker)
         self.previous = progress.set_sink(self.sink)
@@ -181,7 +181,7 @@ class WorkerProgress:
         take = getattr(self.sink, "take", None)
         pending = take() if take is not None else None
         if pending:  # JSON-safe builtins: xdist sends them with the report
-            from .progress_channel import REPORT_ATTR
+            from ..progress.channel import REPORT_ATTR
 
             setattr(report, REPORT_ATTR, pending)
         return report
@@ -208,7 +208,7 @@ class ControllerProgress:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node) -> None:
-        from .progress_channel import WORKERINPUT_KEY, FolderReader, Poller, RunFolder
+        from ..progress.channel import WORKERINPUT_KEY, FolderReader, Poller, RunFolder
 
         with self._lock:
             if self.folder is None:
@@ -238,7 +238,7 @@ class ControllerProgress:
 
     @pytest.hookimpl(tryfirst=True)  # before the terminal reporter writes the result
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        from .progress_channel import REPORT_ATTR
+        from ..progress.channel import REPORT_ATTR
 
         if self.poller is not None:  # what a worker wrote before its report is shown before the result
             self.poller.drain()

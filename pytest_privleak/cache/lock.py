@@ -30,8 +30,8 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from . import progress
-from .atomic import write_text_atomic
+from ..progress import events as progress
+from ..atomic import write_text_atomic
 
 logger = logging.getLogger("pytest_privleak.cache")
 

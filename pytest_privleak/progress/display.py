@@ -30,8 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from . import progress
-from .progress import Event
+from . import events as progress
+from .events import Event
 
 __all__ = ["Display", "Out", "describe_seconds"]
 

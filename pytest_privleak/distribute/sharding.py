@@ -23,6 +23,9 @@ from typing import Iterable, Mapping
 SHARD_FIX = "write --privleak-shard=I/N with whole numbers 1 <= I <= N, e.g. --privleak-shard=1/3"
 MODULE_PREFIX = "module:"
 GROUP_PREFIX = "xdist_group:"
+#: Prefix of the ``xdist_group`` names that :mod:`pytest_privleak.plugin.speed` adds on xdist workers only
+#: (tests sharing a target); kept here, below both the plugin and the scheduler that read it.
+AUTOMATIC_GROUP_PREFIX = "privleak:"
 
 
 class ShardError(ValueError):
@@ -65,13 +68,11 @@ def group_of(nodeid: str, xdist_groups: Iterable[str] = ()) -> str:
 def xdist_group_names(item, *, automatic: bool = False) -> list[str]:
     """The ``xdist_group`` marker names of a pytest item (``xdist_group("name")`` or ``name=``).
 
-    Unless ``automatic``, the groups :mod:`pytest_privleak.plugin_speed` adds on xdist workers only (names
-    starting with its ``GROUP_PREFIX``) are left out, so ``-n 0`` and ``-n N`` split a run alike.
+    Unless ``automatic``, the groups :mod:`pytest_privleak.plugin.speed` adds on xdist workers only (names
+    starting with ``AUTOMATIC_GROUP_PREFIX``) are left out, so ``-n 0`` and ``-n N`` split a run alike.
     """
-    from .plugin_speed import GROUP_PREFIX
-
     names = [str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")]
-    return names if automatic else [name for name in names if not name.startswith(GROUP_PREFIX)]
+    return names if automatic else [name for name in names if not name.startswith(AUTOMATIC_GROUP_PREFIX)]
 
 
 # --- durations -------------------------------------------------------------------------
@@ -85,8 +86,8 @@ def durations_from(data: object, path: Path) -> dict[str, float]:
                           "unit per test")
 
     if isinstance(data, dict) and "schema" in data:
-        from .report.json_writer import validate
-        from .report.model import SCHEMA_ID, SCHEMA_VERSION
+        from ..report.json_writer import validate
+        from ..report.model import SCHEMA_ID, SCHEMA_VERSION
 
         if data.get("schema") != SCHEMA_ID or data.get("version") != SCHEMA_VERSION:
             raise bad(f"not a version-{SCHEMA_VERSION} pytest-privleak report (schema {data.get('schema')!r}, "

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from xdist.scheduler import LoadScopeScheduling
 
-from .atomic import write_text_atomic
+from ..atomic import write_text_atomic
 
 __all__ = ["GroupScheduling", "group_of", "write_groups"]
 

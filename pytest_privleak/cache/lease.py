@@ -33,8 +33,8 @@ import time
 import uuid
 from dataclasses import asdict, dataclass
 
-from . import progress
-from .cache_lock import CacheLockTimeout, check_seconds
+from ..progress import events as progress
+from .lock import CacheLockTimeout, check_seconds
 
 __all__ = ["DEFAULT_LEASE_TTL", "Lease", "LeaseRecord", "create_exclusive", "put_atomic", "read_bytes"]
 

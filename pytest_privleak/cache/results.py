@@ -69,9 +69,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .atomic import write_text_atomic
-from .cache_manifest import HMAC_KEY_ENV, hmac_secret, signature
-from .results import LeakResult
+from ..atomic import write_text_atomic
+from .manifest import HMAC_KEY_ENV, hmac_secret, signature
+from ..results import LeakResult
 
 __all__ = ["CONTENT_HASH_ATTR", "FORMAT", "LOADED_EVIDENCE", "ResultCache", "ResultCacheError",
            "ResultCacheWarning", "activate", "active", "cached_results", "code_fingerprint", "mark_content_hash",
@@ -146,7 +146,7 @@ def mark_content_hash(model: Any, digest: str) -> Any:
     now (a later change to them voids the declaration); returns ``model``."""
     if not isinstance(digest, str) or not _HEX64.fullmatch(digest):
         raise ValueError(f"content hash must be a 64-character lowercase hex SHA-256 digest, got {digest!r}; "
-                         "fix: pytest_privleak.cache.content_hash(<everything that determines the model>)")
+                         "fix: pytest_privleak.cache.targets.content_hash(<everything that determines the model>)")
     setattr(model, CONTENT_HASH_ATTR, digest)
     setattr(model, _WEIGHTS_ATTR, weights_digest(model))
     return model
@@ -218,7 +218,7 @@ def result_key(attack: str, models: Sequence[Any], inputs: dict[str, Any]) -> st
     None when a model has no declared content hash (:func:`model_hash`) or an
     input cannot be hashed (e.g. a callable).
     """
-    from .cache import content_hash
+    from .targets import content_hash
 
     hashes = [model_hash(m) for m in models]
     if not hashes or any(h is None for h in hashes):
@@ -236,7 +236,7 @@ def result_key(attack: str, models: Sequence[Any], inputs: dict[str, Any]) -> st
 # --------------------------------------------------------------------------- entries
 
 def _signature_problems(key: str, digest: str, given: Any) -> list[str]:
-    """With :data:`~pytest_privleak.cache_manifest.HMAC_KEY_ENV` set, the entry must carry its HMAC, as target
+    """With :data:`~pytest_privleak.cache.manifest.HMAC_KEY_ENV` set, the entry must carry its HMAC, as target
     cache entries must: the sha256 alone stops damage, not someone who can write the cache folder."""
     secret = hmac_secret()
     if secret is None:
@@ -254,13 +254,13 @@ def _canonical_results(results: list[dict]) -> str:
 
 
 def _encoded(result: LeakResult) -> dict:
-    from .report.model import encode
+    from ..report.model import encode
 
     return encode(result.to_json())
 
 
 def _decoded(data: dict) -> LeakResult:
-    from .report.model import decode_result
+    from ..report.model import decode_result
 
     return LeakResult.from_json(decode_result(data))
 

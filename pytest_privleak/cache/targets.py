@@ -7,7 +7,7 @@ workers asking for the same target train it once. Weights are stored with
 safetensors and metadata as JSON: nothing is ever unpickled.
 
 An entry is loaded only when it is exactly what was built for the key asked
-for (:mod:`pytest_privleak.cache_manifest`: sha256 of every file and the key in
+for (:mod:`pytest_privleak.cache.manifest`: sha256 of every file and the key in
 ``meta.json``). An entry that is not (edited, damaged, copied from another
 key) is never attacked: by default it is discarded and the target retrained,
 with a :class:`CacheEntryWarning` naming the entry and what did not match;
@@ -16,15 +16,15 @@ for teams that want to investigate before anything is deleted. Retraining is
 the default because the gate then judges the genuine model either way, and a
 damaged disk or a half-restored CI cache should not stop a merge.
 
-The lock (:mod:`pytest_privleak.cache_lock`) has a timeout and names its
+The lock (:mod:`pytest_privleak.cache.lock`) has a timeout and names its
 holder; a folder that cannot be written gives :class:`CacheDirError` naming
 the folder, the operation and the fix; staging folders left by a killed
 publish are removed the first time a cache object touches the folder.
 
 This is the cache of a local folder, the default. A cache shared by several
 hosts lives at a URL (``--privleak-cache-dir=s3://...``):
-:mod:`pytest_privleak.cache_url` picks the backend and
-:mod:`pytest_privleak.cache_remote` serves it with the same content
+:mod:`pytest_privleak.cache.url` picks the backend and
+:mod:`pytest_privleak.cache.remote` serves it with the same content
 addressing and checks, through a local mirror of this class.
 """
 from __future__ import annotations
@@ -47,11 +47,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from . import progress
-from .atomic import publish_dir_atomic, write_text_atomic
-from .cache_lock import (DEFAULT_LOCK_TIMEOUT, DEFAULT_MESSAGE_EVERY, CacheLockTimeout, check_seconds, hold_lock,
+from ..progress import events as progress
+from ..atomic import publish_dir_atomic, write_text_atomic
+from .lock import (DEFAULT_LOCK_TIMEOUT, DEFAULT_MESSAGE_EVERY, CacheLockTimeout, check_seconds, hold_lock,
                          pid_alive)
-from .cache_manifest import MANIFEST, CacheEntryError, build_manifest, entry_problems
+from .manifest import MANIFEST, CacheEntryError, build_manifest, entry_problems
 
 __all__ = ["CacheDirError", "CacheEntryError", "CacheEntryWarning", "CacheLockTimeout", "DEFAULT_CACHE_DIR",
            "TargetCache", "content_hash"]

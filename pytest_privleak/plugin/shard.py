@@ -1,6 +1,6 @@
 """CI sharding (``--privleak-shard=i/n``) and merging shard reports (``--privleak-merge-reports``), issue 11 item 4.
 
-A shard keeps the tests of its groups (:mod:`pytest_privleak.sharding`) and
+A shard keeps the tests of its groups (:mod:`pytest_privleak.distribute.sharding`) and
 deselects the rest; the report it writes names the shard (``run.shard``), so
 the merge can check that every shard of one split is there exactly once.
 ``pytest --privleak-merge-reports DIR...`` collects nothing: it merges the
@@ -20,7 +20,7 @@ import sys
 import pytest
 
 SHARD_KEY = pytest.StashKey[dict]()
-#: Test durations for ordering xdist's groups longest first (:class:`~pytest_privleak.scheduling.GroupScheduling`).
+#: Test durations for ordering xdist's groups longest first (:class:`~pytest_privleak.distribute.scheduling.GroupScheduling`).
 DURATIONS_KEY = pytest.StashKey[dict]()
 
 
@@ -41,7 +41,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def _shard_settings(config: pytest.Config) -> dict | None:
     """``{"shard": Shard, "durations": dict | None, "digest": str | None}`` or ``None``; usage errors name the option."""
-    from .sharding import ShardError, parse_shard, read_durations
+    from ..distribute.sharding import ShardError, parse_shard, read_durations
 
     value, path = config.getoption("privleak_shard"), config.getoption("privleak_shard_durations")
     if value is None and hasattr(config, "workerinput"):
@@ -84,7 +84,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     settings = config.stash.get(SHARD_KEY, None)
     if settings is None:
         return
-    from .sharding import group_of, split, xdist_group_names
+    from ..distribute.sharding import group_of, split, xdist_group_names
 
     plan = split({item.nodeid: group_of(item.nodeid, xdist_group_names(item)) for item in items},
                  settings["shard"], settings["durations"])
@@ -192,8 +192,8 @@ def _merge_main(config: pytest.Config, folders: list[str]) -> pytest.ExitCode:
     from _pytest.config import create_terminal_writer
 
     from .collector import ResultCollector, TestRecord
-    from .report.merge import MergeError, load_shard, merge_reports
-    from .report.model import ReportFileError, decode_result
+    from ..report.merge import MergeError, load_shard, merge_reports
+    from ..report.model import ReportFileError, decode_result
     from .settings import read_settings
 
     try:
@@ -207,7 +207,7 @@ def _merge_main(config: pytest.Config, folders: list[str]) -> pytest.ExitCode:
     baseline = None
     try:
         if settings.baseline is not None:
-            from .report.baseline_file import load_baseline
+            from ..report.baseline_file import load_baseline
 
             baseline = load_baseline(settings.baseline)
         merged = merge_reports([(folder, load_shard(folder)) for folder in folders])
@@ -233,9 +233,9 @@ def _merge_main(config: pytest.Config, folders: list[str]) -> pytest.ExitCode:
 
 def _refusal(settings, error: str):
     """When the merge is refused: a report with no tests whose gate part says why (for CI's job summary)."""
-    from .baseline import failed_comparison
-    from .report.model import build_report, encode
-    from .report.writer import write_report
+    from ..report.gate import failed_comparison
+    from ..report.model import build_report, encode
+    from ..report.writer import write_report
 
     if settings.report_dir is None:
         return None

@@ -30,8 +30,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import progress
-from .progress import Event
+from . import events as progress
+from .events import Event
 
 __all__ = ["RunFolder", "FolderSink", "FolderReader", "Poller", "ReportSink", "open_worker_sink",
            "WORKERINPUT_KEY", "REPORT_ATTR"]
@@ -63,7 +63,7 @@ class RunFolder:
     @classmethod
     def remove_stale(cls, parent: Path) -> list[Path]:
         """Remove the run folders in ``parent`` whose controller (a PID on this host) has exited."""
-        from .cache_lock import pid_alive
+        from ..cache.lock import pid_alive
 
         removed = []
         for folder in parent.glob(cls.PREFIX + "*"):

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from .cache_url import cache_location
-from .device import parse_device, parse_device_list
+from ..cache.url import cache_location
+from ..distribute.device import parse_device, parse_device_list
 
 
 @dataclass(frozen=True)

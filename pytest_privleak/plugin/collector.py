@@ -37,9 +37,9 @@ from typing import Any
 
 import pytest
 
-from .placement import HOST_KEY
-from .report.model import decode_result, encode
-from .results import LeakResult
+from ..distribute.placement import HOST_KEY
+from ..report.model import decode_result, encode
+from ..results import LeakResult
 
 PAYLOAD_KEY = "privleak"
 #: Summary lines printed in bold red.
@@ -208,7 +208,7 @@ class ResultCollector(Recorder):
     # --- end of session: report, baseline gate, exit status ---------------------------------
 
     def build(self) -> dict[str, Any]:
-        from .report.model import build_report, make_test_entry
+        from ..report.model import build_report, make_test_entry
 
         tests = [make_test_entry(t.nodeid, t.outcome, t.duration, t.worker, t.device, t.seed, t.results,
                                  host=t.host)
@@ -266,9 +266,9 @@ class ResultCollector(Recorder):
 
     def _gate(self, report: dict[str, Any]) -> pytest.ExitCode | None:
         """Compare with the baseline (if any) into ``report["baseline"]``; the exit status it asks for."""
-        from .baseline import compare, failed_comparison, gate_exit
-        from .report.keys import key_problems
-        from .report.model import encode
+        from ..report.gate import compare, failed_comparison, gate_exit
+        from ..report.keys import key_problems
+        from ..report.model import encode
 
         settings = self.settings
         if self.baseline is None:
@@ -286,8 +286,8 @@ class ResultCollector(Recorder):
 
     def _write(self, report: dict[str, Any]) -> bool:
         """Write the report folder and the baseline asked for; ``False`` if the baseline was refused."""
-        from .report.baseline_file import baseline_to_save
-        from .report.writer import write_baseline, write_report
+        from ..report.baseline_file import baseline_to_save
+        from ..report.writer import write_baseline, write_report
 
         settings = self.settings
         if settings.report_dir is not None:
@@ -316,7 +316,7 @@ class ResultCollector(Recorder):
         return True
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
-        from .report.terminal import report_lines
+        from ..report.terminal import report_lines
 
         if self.report is None:
             lines = list(self.errors)

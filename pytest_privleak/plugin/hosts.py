@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from .placement import HOST_KEY, LOCAL_INDEX_KEY, HostPlacement, host_of_spec, is_remote_spec, spec_strings
+from ..distribute.placement import HOST_KEY, LOCAL_INDEX_KEY, HostPlacement, host_of_spec, is_remote_spec, spec_strings
 from .settings import LEASE_TTL_INI
 
 PLACEMENT_KEY = pytest.StashKey[HostPlacement]()
@@ -42,7 +42,7 @@ def pytest_configure(config: pytest.Config) -> None:
         import os
         import sys
 
-        from .device import HOST_WORKERS_KEY, pin_this_worker, share_cpu_threads
+        from ..distribute.device import HOST_WORKERS_KEY, pin_this_worker, share_cpu_threads
 
         pin_this_worker(workerinput, list(settings.devices) or None, settings.device)
         share_cpu_threads(os.environ, workerinput.get(HOST_WORKERS_KEY), "torch" in sys.modules,
@@ -67,7 +67,7 @@ def cache_not_shared(specs: list[str], cache_dir) -> str | None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:
     """xdist, on the controller: tell the worker its host and its index among that host's workers."""
-    from .device import HOST_WORKERS_KEY
+    from ..distribute.device import HOST_WORKERS_KEY
 
     placement = node.config.stash.setdefault(PLACEMENT_KEY, HostPlacement())
     host, index = placement.place(node.gateway.spec, node.gateway.id)

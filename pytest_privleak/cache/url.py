@@ -1,11 +1,11 @@
 """Where the target cache lives: a local folder (the default) or a URL that fsspec resolves.
 
 ``--privleak-cache-dir`` (ini ``privleak_cache_dir``) takes either. A plain
-path is a folder on this machine, served by :class:`~pytest_privleak.cache.TargetCache`
+path is a folder on this machine, served by :class:`~pytest_privleak.cache.targets.TargetCache`
 with no dependency beyond the plugin's own. A URL (``file://``, ``sftp://host/path``,
 ``s3://bucket/prefix``, ``memory://``, or any protocol fsspec knows, chains
 such as ``simplecache::s3://`` included) is a cache shared by every host that
-reaches it, served by :class:`~pytest_privleak.cache_remote.RemoteTargetCache`
+reaches it, served by :class:`~pytest_privleak.cache.remote.RemoteTargetCache`
 through fsspec, which is an optional extra: a URL without it, with an unknown
 protocol or without the protocol's backend is refused when the run starts, with
 a message naming the option and the package to install. Nothing here imports
@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 __all__ = ["CacheURLError", "OPTION", "REMOTE_EXTRA", "cache_location", "check_url", "default_mirror_dir",
-           "is_url", "open_cache"]
+           "is_url"]
 
 #: How the option is named in messages.
 OPTION = "--privleak-cache-dir (ini: privleak_cache_dir)"
@@ -120,22 +120,3 @@ def default_mirror_dir(url: str) -> Path:
         return Path(base) / tag
     xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(xdg) / "pytest-privleak" / tag
-
-
-def open_cache(location: str | os.PathLike, *, lease_ttl: float | None = None, **kwargs):
-    """A :class:`~pytest_privleak.cache.TargetCache` for a folder, a
-    :class:`~pytest_privleak.cache_remote.RemoteTargetCache` for a URL; ``kwargs`` go to it.
-
-    ``lease_ttl`` (seconds; ini ``privleak_cache_lease_ttl``) is how long a URL cache's cross-host lease
-    outlives its holder's last heartbeat (``None``: the default); a folder's lock needs none, since it
-    is released when its process dies.
-    """
-    if isinstance(location, str) and is_url(location.strip()):
-        from .cache_remote import RemoteTargetCache
-
-        if lease_ttl is not None:
-            kwargs["lease_ttl"] = lease_ttl
-        return RemoteTargetCache(location.strip(), **kwargs)
-    from .cache import TargetCache
-
-    return TargetCache(location, **kwargs)

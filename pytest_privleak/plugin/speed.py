@@ -1,7 +1,7 @@
 """Speed where it is spent (issue 11 item 6): the attack-result cache and scheduling tests by target.
 
 * ``--privleak-rerun``: recompute every attack result instead of loading it
-  from the result cache (:mod:`pytest_privleak.result_cache`, kept in
+  from the result cache (:mod:`pytest_privleak.cache.results`, kept in
   ``<cache dir>/results``; for a URL cache in this host's mirror folder).
 * Under xdist (``-n N`` without ``--dist``) the distribution mode becomes
   ``loadgroup``, and every test that needs a model fixture gets an
@@ -13,7 +13,7 @@
   (or an explicit ``--dist``) turns the automatic grouping off.
 * The groups start longest first by the test durations of
   ``--privleak-shard-durations``, else of the last run (kept in
-  ``.pytest_cache``, :mod:`pytest_privleak.durations_history`), else by their
+  ``.pytest_cache``, :mod:`pytest_privleak.distribute.durations`), else by their
   number of tests.
 
 No torch is imported here.
@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import pytest
 
+from ..distribute.sharding import AUTOMATIC_GROUP_PREFIX as GROUP_PREFIX
+
 #: Fixtures whose presence makes a test "need a model": tests sharing the fixtures that feed them are grouped.
 MODEL_FIXTURES = frozenset({"train_target", "train_own_model", "privleak_minilm"})
 #: Plugin fixtures that name one shared model by themselves (so they are part of the group name).
 SHARED_MODEL_FIXTURES = frozenset({"privleak_minilm"})
-GROUP_PREFIX = "privleak:"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -54,8 +55,8 @@ def result_cache_root(cache_dir):
     """Where results are kept: ``<folder>/results``, or ``<this host's mirror of the URL>/results``."""
     from pathlib import Path
 
-    from .cache_url import default_mirror_dir, is_url
-    from .result_cache import RESULTS_FOLDER
+    from ..cache.url import default_mirror_dir, is_url
+    from ..cache.results import RESULTS_FOLDER
 
     if isinstance(cache_dir, str) and is_url(cache_dir):
         return default_mirror_dir(cache_dir) / RESULTS_FOLDER
@@ -64,8 +65,8 @@ def result_cache_root(cache_dir):
 
 @pytest.hookimpl(trylast=True)  # after plugin.py stashed the settings
 def pytest_configure(config: pytest.Config) -> None:
-    from . import result_cache
-    from .plugin import SETTINGS_KEY
+    from ..cache import results as result_cache
+    from . import SETTINGS_KEY
 
     settings = config.stash.get(SETTINGS_KEY, None)
     controller = getattr(config.option, "dist", "no") not in ("no", None) and not hasattr(config, "workerinput")
@@ -85,11 +86,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _use_recorded_durations(config: pytest.Config, controller: bool) -> None:
     """Record this run's test durations in pytest's cache; under xdist, order the groups by the last run's
-    when no ``--privleak-shard-durations`` was given (:mod:`pytest_privleak.durations_history`)."""
+    when no ``--privleak-shard-durations`` was given (:mod:`pytest_privleak.distribute.durations`)."""
     if hasattr(config, "workerinput") or getattr(config, "cache", None) is None:
         return  # a worker (the controller records), or -p no:cacheprovider
-    from . import durations_history
-    from .plugin_shard import DURATIONS_KEY
+    from ..distribute import durations as durations_history
+    from .shard import DURATIONS_KEY
 
     config.pluginmanager.register(durations_history.DurationsRecorder(config), "privleak-durations-recorder")
     if controller and _GROUPS_DIR_KEY in config.stash and DURATIONS_KEY not in config.stash:
@@ -133,7 +134,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
         shutil.rmtree(folder, ignore_errors=True)
     if _CACHE_KEY in config.stash:
-        from . import result_cache
+        from ..cache import results as result_cache
 
         result_cache.activate(config.stash[_PREVIOUS_KEY])
         del config.stash[_CACHE_KEY]
@@ -189,8 +190,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """``--dist loadgroup`` (chosen by us or by the user): :class:`GroupScheduling`."""
     if config.stash.get(_GROUPS_DIR_KEY, None) is None:
         return None
-    from .plugin_shard import DURATIONS_KEY
-    from .scheduling import GroupScheduling
+    from .shard import DURATIONS_KEY
+    from ..distribute.scheduling import GroupScheduling
 
     return GroupScheduling(config, log, config.stash[_GROUPS_DIR_KEY], config.stash.get(DURATIONS_KEY, None))
 
@@ -209,7 +210,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                     item.add_marker(pytest.mark.xdist_group(name))
     result = yield
     if path:
-        from .scheduling import write_groups
+        from ..distribute.scheduling import write_groups
 
         write_groups(path, items)
     return result

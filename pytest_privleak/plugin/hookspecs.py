@@ -23,7 +23,7 @@ import pluggy
 if TYPE_CHECKING:  # pragma: no cover
     import pytest
 
-    from .results import LeakResult
+    from ..results import LeakResult
 
 hookspec = pluggy.HookspecMarker("pytest")
 

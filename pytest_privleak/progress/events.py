@@ -9,7 +9,7 @@ per process by :func:`set_sink`:
   printed on stderr, exactly the lines printed before this module existed
   (one per epoch, the lock "waiting" lines, the LDP audit lines); the other
   events (start, done, loaded from cache) print nothing;
-* the pytest plugin (:mod:`pytest_privleak.plugin_progress`) installs a sink
+* the pytest plugin (:mod:`pytest_privleak.plugin.progress`) installs a sink
   that shows live progress through pytest's terminal writer, which pytest's
   output capture would otherwise hide until the test ends.
 

@@ -1,0 +1,113 @@
+"""The package's shape (issue 17): wings at the top level, a few loose modules, no import cycle.
+
+The import graph is read with ``ast`` (no module is imported), so every ``import`` counts, also one
+inside a function: a function-level import does not cut a cycle, it hides it.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "pytest_privleak"
+#: The public API and the small helpers every wing uses; anything else belongs in a wing.
+LOOSE = {"__init__", "assertions", "results", "protocols", "canaries", "finite", "stats", "atomic"}
+WINGS = {"plugin", "cache", "distribute", "progress", "data", "targets", "adapters", "attacks", "ldp",
+         "embeddings", "report"}
+
+
+def modules(root: Path = PACKAGE) -> dict[str, Path]:
+    """Dotted module name -> file, for every ``.py`` under ``root``."""
+    found = {}
+    for path in root.rglob("*.py"):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def import_graph(found: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (absolute and relative, at any depth of the file)."""
+    graph = {}
+    for name, path in found.items():
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                edges.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package[:len(package) - node.level + 1]
+                    module = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    module = node.module or ""
+                edges.add(module)
+                edges.update(f"{module}.{alias.name}" for alias in node.names)
+        graph[name] = {edge for edge in edges if edge in found and edge != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_package_has_no_import_cycle():
+    assert cycles(import_graph(modules())) == []
+
+
+def test_the_cycle_check_finds_a_cycle_through_a_function_level_import(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "wing").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "wing" / "__init__.py").write_text("")
+    (pkg / "wing" / "a.py").write_text("from . import b\n")
+    (pkg / "wing" / "b.py").write_text("def f():\n    from ..wing.a import x\n")
+    (pkg / "c.py").write_text("import pkg.wing.a\n")
+    assert cycles(import_graph(modules(pkg))) == [["pkg.wing.a", "pkg.wing.b"]]
+
+
+def test_the_top_level_holds_wings_and_at_most_eight_loose_modules():
+    loose = {path.stem for path in PACKAGE.glob("*.py")}
+    wings = {path.name for path in PACKAGE.iterdir() if (path / "__init__.py").is_file()}
+    assert loose <= LOOSE, f"loose modules outside the public API and shared helpers: {sorted(loose - LOOSE)}"
+    assert len(loose) <= 8
+    assert wings == WINGS
+
+
+@pytest.mark.parametrize("wing", sorted(WINGS))
+def test_every_wing_says_its_role(wing):
+    doc = ast.get_docstring(ast.parse((PACKAGE / wing / "__init__.py").read_text(encoding="utf-8")))
+    assert doc, f"pytest_privleak/{wing}/__init__.py has no docstring saying what the wing is for"
