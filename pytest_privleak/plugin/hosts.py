@@ -25,12 +25,15 @@ class CacheNotSharedWarning(pytest.PytestWarning):
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """pytest, at start-up: register the ini key of the URL cache's lease lifetime."""
     parser.addini(LEASE_TTL_INI, "seconds a URL cache's lease outlives the last heartbeat of the host holding it "
                   "(a host that died blocks the entry this long; default 120)", default="")
 
 
 @pytest.hookimpl(tryfirst=True)  # before plugin.py's own configure, which pins by gw number
 def pytest_configure(config: pytest.Config) -> None:
+    """pytest, at configure (before the main plugin's): on a worker, pin its device and CPU share by its host; on the
+    controller, record each worker's host."""
     from .settings import read_settings
 
     try:

@@ -36,8 +36,9 @@ MODES = ("auto", "live", "lines", "off")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """pytest, at start-up: register ``--privleak-progress`` and its ini default."""
     group = parser.getgroup("privleak", "privacy leakage assertions (pytest-privleak)")
-    group.addoption("--privleak-progress", dest="privleak_progress", default=None, choices=MODES,
+    group.addoption("--privleak-progress", dest="privleak_progress", default=None, choices=MODES, metavar="MODE",
                     help="live progress of target training and long LDP audits: auto (default: rewritten in place "
                          "on a terminal, a few plain lines otherwise), live, lines, or off; -q shows only each "
                          "target's final line, -qq nothing")
@@ -152,6 +153,8 @@ def _make_display(config: pytest.Config):
 
 @pytest.hookimpl(trylast=True)  # after the terminal reporter and xdist have configured themselves
 def pytest_configure(config: pytest.Config) -> None:
+    """pytest, at configure (last): on a worker, send progress to the controller; on the controller, open the
+    display."""
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         from ..progress.channel import WORKERINPUT_KEY
@@ -177,6 +180,8 @@ class WorkerProgress:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        """pytest, on a worker after each phase: attach the progress lines this worker could not write to the
+        controller's folder."""
         report = yield
         take = getattr(self.sink, "take", None)
         pending = take() if take is not None else None
@@ -187,6 +192,7 @@ class WorkerProgress:
         return report
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        """pytest, at exit on a worker: give the progress sink back."""
         progress.set_sink(self.previous)
 
 
@@ -208,6 +214,7 @@ class ControllerProgress:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node) -> None:
+        """xdist, on the controller per worker: make the run's progress folder and tell the worker where it is."""
         from ..progress.channel import WORKERINPUT_KEY, FolderReader, Poller, RunFolder
 
         with self._lock:
@@ -219,6 +226,7 @@ class ControllerProgress:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodeready(self, node) -> None:
+        """xdist, on the controller: start reading the progress of a worker that has no folder reader yet."""
         worker = node.workerinput.get("workerid", "?")
         if self.folder is None or self.folder.has_worker(worker):
             return
@@ -230,6 +238,7 @@ class ControllerProgress:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
+        """xdist, on the controller: show what the worker wrote before it went down."""
         if self.poller is not None:
             self.poller.drain()
         self.display.close(node.workerinput.get("workerid"))
@@ -238,6 +247,7 @@ class ControllerProgress:
 
     @pytest.hookimpl(tryfirst=True)  # before the terminal reporter writes the result
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """pytest, on the controller per report: show a worker's progress before the test's result."""
         from ..progress.channel import REPORT_ATTR
 
         if self.poller is not None:  # what a worker wrote before its report is shown before the result
@@ -250,10 +260,12 @@ class ControllerProgress:
             before_result()
 
     def pytest_runtest_logfinish(self, nodeid: str, location) -> None:
+        """pytest, after each test: close a progress line this process left open."""
         self.display.close(None)  # a task of this process left open (e.g. an audit that raised)
 
     @pytest.hookimpl(tryfirst=True)  # the workers are done: show what is left before the summary
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """pytest, at session end (first): stop reading workers' progress, so the summary comes after it."""
         self._stop_poller()
 
     def _stop_poller(self) -> None:
@@ -262,6 +274,7 @@ class ControllerProgress:
             self.poller = None
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        """pytest, at exit on the controller: stop reading, remove the progress folder, give the sink back."""
         self._stop_poller()
         if self.folder is not None:
             self.folder.remove()
