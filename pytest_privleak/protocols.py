@@ -58,6 +58,20 @@ class TokenScorer(Protocol):
 
 
 @runtime_checkable
+class LogTokenScorer(TokenScorer, Protocol):
+    """A token scorer that also gives log-probabilities; optional, d-exposure ranks on them when present.
+
+    A probability near 1 saturates in float32 (a memorised label reads 1.0),
+    while the log-probabilities of the other labels keep their precision.
+    A :class:`TokenScorer` without this method is read through the log of
+    ``token_label_probs``.
+    """
+
+    def token_label_log_probs(self, sentences: Sequence[Sequence[str]]) -> list["np.ndarray"]:
+        """For each sentence a ``[len, len(labels)]`` array of label log-probabilities (``-inf`` for 0)."""
+
+
+@runtime_checkable
 class Encoder(Protocol):
     """Sentence encoder attacked through its embeddings."""
 

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from pytest_privleak.attacks.d_exposure import (
-    DEFAULT_TEMPLATE, PAPER_INSERTIONS, ambiguous_phrase, class_d_exposure, d_exposure, exclusive_class_words,
-    insert_phrases, template_tokens)
+    DEFAULT_TEMPLATE, PAPER_INSERTIONS, ambiguous_phrase, class_d_exposure, class_words, d_exposure, insert_phrases,
+    template_tokens)
 from pytest_privleak.attacks.exposure_figure import chance_exposure
-from pytest_privleak.attacks.exposure_assertion import assert_d_exposure_below, measure_d_exposure
+from pytest_privleak.attacks.d_exposure_assertion import assert_d_exposure_below, measure_d_exposure
 from pytest_privleak.finite import NonFiniteError
 from pytest_privleak.data.synthetic_ner import NER_CLASSES, generate_ner_like
 from pytest_privleak.results import PrivacyLeakError, set_sink
@@ -85,7 +85,8 @@ def test_measure_records_an_ungated_result_and_name_labels_it():
     assert result.threshold is None and result.verdict == "measured"
     assert result.value == pytest.approx(1.0)          # as in the eq. 3 stub above: Pr = 2/4
     assert result.label == "Chelsea as PER" and named.label == "chelsea x64"
-    assert result.extra == {"d_exposure_PER": pytest.approx(1.0)}
+    assert result.extra == {"d_exposure_PER": pytest.approx(1.0), "d_exposure_mean": pytest.approx(1.0),
+                            "ties_PER": 0.0}
 
 
 def test_nan_probability_is_refused_not_zero_bits():
@@ -98,7 +99,7 @@ def test_nan_probability_is_refused_not_zero_bits():
 def test_template_and_class_errors_are_clear():
     with pytest.raises(ValueError, match="exactly one '___'"):
         template_tokens("no blank here")
-    with pytest.raises(ValueError, match="no label 'B-LOC'"):
+    with pytest.raises(ValueError, match="no label 'S-LOC' or 'B-LOC'"):
         d_exposure(StubTagger({}), {"LOC": "Melbourne"}, {"LOC": ["X"]})
     with pytest.raises(TypeError, match="token scorer"):
         d_exposure(object(), {"PER": "x"}, {"PER": ["y"]})
@@ -115,9 +116,9 @@ def test_phrase_and_insertion():
     assert insert_phrases(data, [phrase], 4, seed=1) == more
 
 
-# --- end to end (§4.2: d-exposure grows with repetitions) -----------------------------------
+# --- end to end (§4.2: d-exposure grows with repetitions), the paper's tagger at 6 epochs ----------------------
 
-NER = dict(epochs=6)
+NER = dict(epochs=6)   # the paper's tagger (SGD, dropout 0.5, lr decay), fewer epochs than its 25: CI-sized
 
 
 @pytest.fixture(scope="module")
@@ -129,32 +130,33 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
-def class_words(corpus):
-    return exclusive_class_words(corpus, NER_CLASSES)
+def words(corpus):
+    return class_words(corpus, NER_CLASSES)
 
 
-def tagger(corpus, repeats):
+def tagger(corpus, repeats, seed=0):
     phrases = [ambiguous_phrase(word, cls) for cls, word in PAPER_INSERTIONS.items()]
-    return train_target("ner-bilstm-crf", insert_phrases(corpus, phrases, repeats), seed=0, progress=False, **NER)
+    return train_target("ner-bilstm-crf", insert_phrases(corpus, phrases, repeats), seed=seed, progress=False, **NER)
 
 
-def test_never_inserted_passes_and_repeated_fails(corpus, class_words):
+def test_never_inserted_passes_and_repeated_fails(corpus, words):
     clean = tagger(corpus, 0)
-    assert clean.tag_accuracy(corpus.test) > 0.95
+    assert clean.tag_accuracy(corpus.test) > 0.95 and clean.entity_f1["test"]["f1"] > 0.9
     low = assert_d_exposure_below(clean, PAPER_INSERTIONS, 1.0, class_words=corpus)
     assert low.value < 0.5, low.explain()
     leaky = tagger(corpus, 64)
     with pytest.raises(PrivacyLeakError) as info:
-        assert_d_exposure_below(leaky, PAPER_INSERTIONS, 1.0, class_words=class_words)
+        assert_d_exposure_below(leaky, PAPER_INSERTIONS, 1.0, class_words=words)
     result = info.value.result
     assert result.value > low.value + 1.5
-    assert result.attack == "d-exposure" and set(result.extra) == {f"d_exposure_{c}" for c in PAPER_INSERTIONS}
+    assert result.attack == "d-exposure" and {f"d_exposure_{c}" for c in PAPER_INSERTIONS} < set(result.extra)
     assert "There are many people who like ___" in str(info.value)
 
 
 @pytest.mark.slow
-def test_d_exposure_grows_with_repetitions(corpus, class_words):
-    values = [d_exposure(tagger(corpus, r), PAPER_INSERTIONS, class_words).value for r in (0, 4, 16, 64)]
-    assert values[0] < 0.5
-    assert all(a <= b + 0.25 for a, b in zip(values, values[1:])), values
-    assert values[-1] > values[0] + 1.5, values
+def test_d_exposure_grows_with_repetitions(corpus, words):
+    for seed in (0, 1):
+        values = [d_exposure(tagger(corpus, r, seed), PAPER_INSERTIONS, words).value for r in (0, 4, 16, 64)]
+        assert values[0] < 0.5, (seed, values)
+        assert all(a <= b + 0.25 for a, b in zip(values, values[1:])), (seed, values)
+        assert values[-1] > values[0] + 1.5, (seed, values)

@@ -2,9 +2,11 @@
 
 * :func:`make_config` turns keyword arguments into a frozen config dataclass,
   naming any unknown key and the accepted ones.
-* :func:`fit` is a seeded mini-batch loop with Adam, optional early stopping
-  on the validation loss that restores the best weights (canary-extraction-nlu
-  §6: patience 20 epochs), and one progress event per epoch
+* :func:`fit` is a seeded mini-batch loop with Adam (or SGD with momentum and
+  the learning-rate decay ``lr / (1 + decay * epoch)`` of the d-exposure
+  paper's tagger), optional early stopping on the validation loss that
+  restores the best weights (canary-extraction-nlu §6: patience 20 epochs),
+  weight snapshots at named epochs, and one progress event per epoch
   (:mod:`pytest_privleak.progress.events`: a line on stderr outside pytest, live
   progress under it). Same seed, same data -> bitwise-identical weights on CPU.
 * :func:`cached` trains once per content hash (kind, dataset, config, seed,
@@ -13,6 +15,11 @@
   is loaded only when its files match the digests recorded when it was built,
   its record names its key, and its weights are finite; any other entry is
   never attacked (the cache discards and retrains it, with a warning).
+* :func:`train_or_load` with ``checkpoints`` trains once and caches the
+  weights at each named epoch too, each under the key of a training that
+  stops at that epoch (the same weights: nothing in the loop depends on the
+  total number of epochs), so a figure per epoch (d-exposure-discriminative
+  Table 3, the curve of its §4.3) needs one training.
 """
 from __future__ import annotations
 
@@ -204,8 +211,15 @@ def fit(
     progress: bool = True,
     eval_batch_size: int = 1024,
     on_epoch: Callable[[nn.Module, dict], None] | None = None,
+    optimizer: str = "adam",
+    momentum: float = 0.0,
+    lr_decay: float = 0.0,
 ) -> TrainingHistory:
-    """Train ``model`` in place with Adam on per-example losses ``loss_fn(model, batch) -> [B]``.
+    """Train ``model`` in place on per-example losses ``loss_fn(model, batch) -> [B]`` (their mean per batch).
+
+    ``optimizer``: ``"adam"`` or ``"sgd"`` (with ``momentum``); epoch ``e``
+    (from 1) trains at ``lr / (1 + lr_decay * e)``, Targer's schedule (the
+    d-exposure paper's tagger, §4.1); ``lr_decay=0`` keeps ``lr``.
 
     Mini-batches are drawn from a ``torch.Generator`` seeded by ``seed``. The
     validation loss (mean per-example loss, evaluation mode) is recorded every
@@ -220,7 +234,7 @@ def fit(
     if not train_items:
         raise ValueError("cannot train on an empty training split")
     generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
+    step = make_optimizer(optimizer, [p for p in model.parameters() if p.requires_grad], lr=lr, momentum=momentum)
     valid_batches = [collate(valid_items[i:i + eval_batch_size])
                      for i in range(0, len(valid_items), eval_batch_size)]
     history = TrainingHistory()
@@ -229,17 +243,19 @@ def fit(
     start = time.perf_counter()
     for epoch in range(1, epochs + 1):
         tick = time.perf_counter()
+        for group in step.param_groups:
+            group["lr"] = lr / (1.0 + lr_decay * epoch)
         model.train()
         order = torch.randperm(len(train_items), generator=generator).tolist()
         total, count = 0.0, 0
         for i in range(0, len(order), batch_size):
             batch = collate([train_items[j] for j in order[i:i + batch_size]])
             losses = loss_fn(model, batch)
-            optimizer.zero_grad(set_to_none=True)
+            step.zero_grad(set_to_none=True)
             losses.mean().backward()
             if grad_clip:
                 nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-            optimizer.step()
+            step.step()
             total += float(losses.detach().sum())
             count += losses.shape[0]
         valid_loss = _mean_loss(model, loss_fn, valid_batches) if valid_batches else None
@@ -267,6 +283,19 @@ def fit(
     model.eval()
     history.seconds = time.perf_counter() - start
     return history
+
+
+OPTIMIZERS = ("adam", "sgd")
+
+
+def make_optimizer(name: str, parameters: list, *, lr: float, momentum: float = 0.0) -> torch.optim.Optimizer:
+    """Adam, or SGD with ``momentum`` (Targer's default for the d-exposure tagger: lr 0.01, momentum 0.9)."""
+    if name == "adam":
+        return torch.optim.Adam(parameters, lr=lr)
+    if name == "sgd":
+        return torch.optim.SGD(parameters, lr=lr, momentum=momentum)
+    raise ValueError(f"optimizer={name!r} is not one of {OPTIMIZERS}; fix: optimizer='sgd' (the d-exposure "
+                     "paper's tagger) or 'adam'")
 
 
 @torch.no_grad()
@@ -318,14 +347,19 @@ def save_entry(folder: Path, state_dict: dict[str, torch.Tensor], record: dict) 
     (folder / TARGET_FILE).write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
 
 
-def save_target(folder: Path, kind: str, target, history: "TrainingHistory", **meta) -> dict:
+def save_target(folder: Path, kind: str, target, history: "TrainingHistory", *, facts: dict | None = None,
+                **meta) -> dict:
     """Save a trained target (``net``, ``vocab``, ``config``, ``seed``, ``content_hash``) as a cache entry.
 
-    Returns the entry's metadata: kind, seed, config, plus ``meta``.
+    ``facts``: JSON-safe figures measured at training time (e.g. the tagger's
+    entity F1), stored in the record under ``"facts"``. Returns the entry's
+    metadata: kind, seed, config, plus ``meta``.
     """
     record = {"kind": kind, "code_version": CODE_VERSION, "seed": target.seed,
               "content_hash": target.content_hash, "config": target.config.to_json(),
               "vocab": target.vocab.to_json(), "history": history.to_json()}
+    if facts is not None:
+        record["facts"] = facts
     save_entry(folder, target.net.state_dict(), record)
     return {"kind": kind, "seed": target.seed, "config": target.config.to_json(), **meta}
 
@@ -418,3 +452,65 @@ def train_or_load(kind: str, config_cls: type, config: dict, dataset, *, device:
                        progress_events=progress)
     return target
 
+
+
+def checkpoint_epochs(checkpoints: Any, config: Any, *, kind: str) -> tuple[int, ...]:
+    """The named epochs, checked: integers in ``[1, config.epochs]``, and a training without early stopping.
+
+    A checkpoint is cached as the training that stops at that epoch, which
+    holds only when nothing restores earlier weights at the end.
+    """
+    if isinstance(checkpoints, (str, bytes)) or not hasattr(checkpoints, "__iter__"):
+        raise TypeError(f"checkpoints={checkpoints!r} must be a list of epochs; fix: e.g. checkpoints=[25, 50]")
+    epochs = tuple(checkpoints)
+    bad = [e for e in epochs if not isinstance(e, int) or isinstance(e, bool) or not 1 <= e <= config.epochs]
+    if bad:
+        raise ValueError(f"checkpoints {bad} of train_target({kind!r}, ...) are not epochs of this training "
+                         f"(1 .. epochs={config.epochs}); fix: name epochs between 1 and {config.epochs}, or "
+                         "raise epochs")
+    if getattr(config, "early_stopping", False):
+        raise ValueError(f"checkpoints need early_stopping=False (train_target({kind!r}, ...)): early stopping "
+                         "restores the best weights at the end, so the weights at an epoch would not be those of "
+                         "a training stopped there; fix: early_stopping=False")
+    return tuple(sorted(set(epochs)))
+
+
+def train_or_load_epochs(kind: str, config_cls: type, config: dict, dataset, *, device: str, cache, seed: int,
+                         checkpoints: Sequence[int], build_epochs: Callable[..., dict[int, Any]],
+                         save: Callable[..., dict], load: Callable[..., Any], progress: bool = True) -> dict[int, Any]:
+    """``{epoch: target}`` for each of ``checkpoints`` and the final epoch, from one training.
+
+    Each epoch's target is the cache entry of the same training with
+    ``epochs`` set to that epoch (its own content hash), so it is shared with
+    a plain ``train_target(..., epochs=e)``. Entries already cached are
+    loaded; the first missing one runs ``build_epochs(cfg, torch_device,
+    {epoch: key})``, which trains once to ``cfg.epochs`` and returns every
+    epoch's target, and the rest are published from that training.
+    """
+    cfg = make_config(config_cls, config, kind=kind)
+    epochs = checkpoint_epochs(checkpoints, cfg, kind=kind)
+    torch_device = torch.device(device)
+    keys = {e: cache_key(kind, dataset, dataclasses.replace(cfg, epochs=e), seed, str(torch_device))
+            for e in (*epochs, cfg.epochs)}
+    built: dict[int, Any] = {}
+
+    def one(epoch: int) -> Any:
+        if not built:
+            built.update(build_epochs(cfg, torch_device, keys))
+        return built[epoch]
+
+    out = {}
+    for epoch, key in sorted(keys.items()):
+        out[epoch], _ = cached(cache, key, build=lambda epoch=epoch: one(epoch), save=save,
+                               load=lambda folder: load(folder, torch_device), name=f"{kind} {key[:8]}",
+                               progress_events=progress)
+    return out
+
+
+def history_until(history: TrainingHistory, epoch: int) -> TrainingHistory:
+    """The history of the same training stopped after ``epoch`` (no early stopping)."""
+    rows = [dict(r) for r in history.epochs[:epoch]]
+    losses = [(r["valid_loss"], r["epoch"]) for r in rows if r["valid_loss"] is not None]
+    best = min(losses, key=lambda x: x[0])[1] if losses else epoch
+    return TrainingHistory(epochs=rows, best_epoch=best, stopped_epoch=epoch, stopped_early=False,
+                           seconds=sum(r["seconds"] for r in rows))
