@@ -56,6 +56,8 @@ class LeakResult:
     remedy: str = ""
     tolerance: float | None = None
     target: dict[str, Any] = field(default_factory=dict)
+    #: The figure of each training seed when measured over several (issue 26); empty for one draw.
+    per_seed: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if self.direction not in ("at_most", "at_least"):
@@ -71,6 +73,7 @@ class LeakResult:
                                  "fail it; give the limit as a number")
         if self.interval is not None:
             self.interval = (float(self.interval[0]), float(self.interval[1]))
+        self.per_seed = tuple(self._figure("per_seed", v) for v in self.per_seed)
 
     def _figure(self, what: str, x: Any) -> float:
         """``x`` as a plain float (numpy scalars and one-element tensors too, so NaN checks and JSON work)."""

@@ -118,6 +118,8 @@ def decode_result(data: dict[str, Any]) -> dict[str, Any]:
         out["interval"] = [figure(v) for v in out["interval"]]
     if isinstance(out.get("extra"), dict):
         out["extra"] = {k: figure(v) for k, v in out["extra"].items()}
+    if isinstance(out.get("per_seed"), list):  # the figure of each training seed (issue 26)
+        out["per_seed"] = [figure(v) for v in out["per_seed"]]
     return out
 
 
