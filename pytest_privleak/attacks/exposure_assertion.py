@@ -1,4 +1,7 @@
-"""Exposure figures as results: ``measure_exposure`` / ``assert_exposure_below`` and their d-exposure siblings.
+"""Exposure figures as results: ``measure_exposure`` / ``assert_exposure_below``.
+
+Their d-exposure siblings live in :mod:`.d_exposure_assertion` (which shares
+this module's checks and ``target_facts``).
 
 Two siblings rather than one function with a class argument, because the two
 measurements take different things: exposure needs a sequence scorer and a
@@ -23,7 +26,6 @@ evidence line saying it was loaded.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..cache.results import cached_results
@@ -34,10 +36,6 @@ EXPOSURE_REMEDY = (
     "the model has memorised this secret: deduplicate the training data (fewer repeats of the secret), "
     "scrub or mask secrets before training, train with dropout and early stopping on a validation split, "
     "or train with differential privacy (DP-SGD)")
-D_EXPOSURE_REMEDY = (
-    "the tagger labels the inserted ambiguous phrase with more confidence than the class's own words: "
-    "it has memorised that phrase; remove repeated sentences from the training data, use dropout and "
-    "early stopping, or train with differential privacy (DP-SGD)")
 
 
 def target_facts(target: Any) -> dict:
@@ -149,85 +147,4 @@ def assert_exposure_below(target: Any, canary: Any, max_bits: float, *, method: 
     measured = measured_exposure(target, canary, name=name, method=method, references=references,
                                  exact_budget=exact_budget, seed=seed, confidence=confidence, batch_size=batch_size,
                                  bootstrap=bootstrap)
-    return check(dataclasses.replace(measured, threshold=threshold, tolerance=tolerance))
-
-
-def d_exposure_result(target: Any, inserted: Mapping[str, str], *, class_words: Mapping[str, Sequence[str]] | Any,
-                      template: Sequence[str] | str | None, threshold: float | None,
-                      tolerance: float | None = None, name: str | None = None) -> LeakResult:
-    """Measure d-exposure (:func:`.d_exposure.d_exposure`) as a ``d_exposure_bits`` result."""
-    from .d_exposure import DEFAULT_TEMPLATE, d_exposure, exclusive_class_words
-
-    _check_name(name)
-    template = DEFAULT_TEMPLATE if template is None else template
-    if isinstance(class_words, Mapping):
-        words = class_words
-    elif hasattr(class_words, "train"):
-        words = exclusive_class_words(class_words, list(inserted) if isinstance(inserted, Mapping) else [])
-    else:
-        raise TypeError(f"class_words must map each class to its words or be the training dataset, got "
-                        f"{type(class_words).__name__}; fix: class_words={{'PER': ['Ann', 'Bob']}} or "
-                        "class_words=dataset")
-    m = d_exposure(target, inserted, words, template=template)
-    evidence: dict[str, Any] = {"phrase": m.phrase_text, "inserted": dict(inserted)}
-    for cls, per in m.per_class.items():
-        evidence[f"class {cls}"] = (f"conf({per.word})={per.confidence:.3f}, predicted {per.predicted}, "
-                                    f"{per.at_least} of {per.n_words} class words at least as confident")
-    extra = {f"d_exposure_{cls}": per.value for cls, per in m.per_class.items()}
-    label = ", ".join(f"{w} as {c}" for c, w in inserted.items()) if name is None else name
-    return LeakResult(
-        attack="d-exposure", metric="d_exposure_bits", value=m.value, threshold=threshold, direction="at_most",
-        chance=m.chance, ceiling=m.ceiling, label=label, evidence=evidence, extra=extra,
-        remedy=D_EXPOSURE_REMEDY, tolerance=tolerance, target=target_facts(target))
-
-
-def measured_d_exposure(target: Any, inserted: Mapping[str, str], *, class_words: Mapping[str, Sequence[str]] | Any,
-                        template: Sequence[str] | str | None, name: str | None) -> LeakResult:
-    """The measured ``d_exposure_bits`` result (``threshold=None``), from the result cache when possible."""
-    _check_name(name)
-    inputs = {"inserted": dict(inserted) if isinstance(inserted, Mapping) else inserted,
-              "class_words": ({k: list(v) for k, v in class_words.items()} if isinstance(class_words, Mapping)
-                              else class_words),
-              "template": template, "name": name}
-    return cached_results("d-exposure", [target], inputs,
-                          lambda: [d_exposure_result(target, inserted, class_words=class_words, template=template,
-                                                     threshold=None, name=name)])[0]
-
-
-def measure_d_exposure(target: Any, inserted: Mapping[str, str], *,
-                       class_words: Mapping[str, Sequence[str]] | Any,
-                       template: Sequence[str] | str | None = None, name: str | None = None) -> LeakResult:
-    """Measure the d-exposure of the ``inserted`` words without gating; the result is recorded.
-
-    Same arguments as :func:`assert_d_exposure_below` without the limit. Returns
-    the ``d-exposure.d_exposure_bits`` :class:`LeakResult` (``threshold=None``),
-    the per-class figures in ``extra``.
-    """
-    return record(measured_d_exposure(target, inserted, class_words=class_words, template=template, name=name))
-
-
-def assert_d_exposure_below(target: Any, inserted: Mapping[str, str], max_bits: float, *,
-                            class_words: Mapping[str, Sequence[str]] | Any,
-                            template: Sequence[str] | str | None = None, name: str | None = None,
-                            tolerance: float | None = None) -> LeakResult:
-    """Fail when the d-exposure (d-exposure-discriminative §3.1, eq. 3) exceeds ``max_bits``.
-
-    ``target`` is a :class:`~pytest_privleak.protocols.TokenScorer` (for a CRF
-    tagger, its marginals); ``inserted`` maps each entity class to the
-    ambiguous word inserted with that label (paper §4.1: ``{"ORG": "Williams",
-    "PER": "Chelsea", "LOC": "Melbourne"}``); ``class_words`` gives each class's
-    words labelled only with it, or is the training dataset to take them from;
-    ``template`` is the phrase with ``___`` for the word (default "There are
-    many people who like ___"). The value is the mean over classes of eq. 2;
-    per-class figures are in ``extra``. ``name``: the result's label (default: the
-    inserted words with their classes). ``tolerance``: bits the value may grow against a
-    stored baseline before the baseline gate fails (default: the gate's own, 1 bit).
-    NaN, infinite or misshapen probabilities raise (``NonFiniteError``, ``ValueError``).
-    """
-    __tracebackhide__ = True
-    from ..assertions import check
-
-    threshold = _check_bits(max_bits)
-    tolerance = _check_tolerance(tolerance)
-    measured = measured_d_exposure(target, inserted, class_words=class_words, template=template, name=name)
     return check(dataclasses.replace(measured, threshold=threshold, tolerance=tolerance))
