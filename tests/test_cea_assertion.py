@@ -82,6 +82,21 @@ def test_paper_gradient_attack_by_name_says_which_attack_ran(sink):
     assert "best_rank_of_truth" not in result.extra            # a lower bound is not an exact rank
 
 
+def test_rank_evidence_of_a_named_method_gives_that_as_the_reason_not_the_budget(sink):
+    """Issue 21 item 3: method="gradient" on 10^4 pins (inside the budget of 10^5) said "the space is over
+    the exhaustive budget"; the reason is the method the caller named."""
+    from pytest_privleak.attacks.cea_assertion import measure_cea
+
+    pin = canary("pin", secret="7 0 3 9")
+    for method in ("gradient", "trivial"):
+        rank = measure_cea(_leaky(), pin, method=method, trials=2, starts=2, epochs=30).evidence["rank_of_truth"]
+        assert rank.startswith(">= ") and f"method={method!r} was asked for" in rank, rank
+        assert "scores every secret of this space (it fits the budget)" in rank, rank
+        assert "over the exhaustive budget" not in rank, rank
+    rank = measure_cea(_leaky(), pin, method="gradient", trials=1, epochs=30, budget=1000).evidence["rank_of_truth"]
+    assert "method='gradient' was asked for" in rank and "also over the exhaustive budget of 1000" in rank, rank
+
+
 def test_auto_over_the_budget_runs_gradient_then_ranked_scoring(sink):
     pin = canary("pin", secret="7 0 3 9")
     with pytest.raises(PrivacyLeakError) as info:
@@ -89,8 +104,10 @@ def test_auto_over_the_budget_runs_gradient_then_ranked_scoring(sink):
     message = str(info.value)
     for part in ("auto (exhaustive when |V0|^n <= 1000", "then ranked scoring: each trial scores the 16 most "
                  "probable secrets of each of its 2 start(s)", "2 trial(s) = 1 canary(ies) x 2",
-                 "rank_of_truth: >= 1 of 10000 (lower bound"):
+                 "rank_of_truth: >= 1 of 10000 (lower bound",
+                 "the space, 10000 secrets, is over the exhaustive budget of 1000"):
         assert part in message, part
+    assert "was asked for" not in message
 
 
 def test_measure_cea_returns_the_result_without_gating_and_records_it(sink):

@@ -352,15 +352,25 @@ class ExtractionReport:
     def describe_ranks(self) -> list[str]:
         """Per canary: the rank of the true secret and what it means (ties counted against the truth)."""
         out = []
-        for rank, exact, size, scored in zip(self.ranks or (), self.ranks_exact, self.space_sizes or (),
-                                             self.scored):
+        for rank, exact, size, scored, attack in zip(self.ranks or (), self.ranks_exact, self.space_sizes or (),
+                                                     self.scored, self.attacks):
             if exact:
                 out.append(f"{rank} of {size} (exact; ties counted against the truth: rank 1 = the true secret "
                            "is the single most likely one)")
             else:
                 out.append(f">= {rank} of {size} (lower bound: {rank - 1} of the {scored} distinct secrets "
-                           "scored have a loss at or below the truth's; the space is over the exhaustive budget)")
+                           f"scored have a loss at or below the truth's; {self.why_not_exhaustive(attack, size)})")
         return out
+
+    def why_not_exhaustive(self, attack: str, size: int) -> str:
+        """Why a canary's secrets were not all scored: the budget (auto) or the method the caller named."""
+        if attack == "gradient+ranked":
+            return f"the space, {size} secrets, is over the exhaustive budget of {self.budget}"
+        if self.budget is None or size <= self.budget:
+            return (f"method={self.method!r} was asked for, which scores only its own guesses; method='auto' or "
+                    "'exhaustive' scores every secret of this space (it fits the budget) and gives the exact rank")
+        return (f"method={self.method!r} was asked for, which scores only its own guesses (the space, {size} "
+                f"secrets, is also over the exhaustive budget of {self.budget})")
 
     def reconstructed_texts(self) -> list[str]:
         return [" ".join(r) for r in self.reconstructed]
