@@ -1,5 +1,5 @@
-"""Every built-in kind: reserved canary tokens and extra_tokens in the vocabulary, a trained <unk> row,
-untrained tokens read as <unk>, and the config round trip through the cache (issue 12)."""
+"""Every built-in kind: reserved canary tokens and extra_tokens in the vocabulary, an <unk> row set from the
+rare words, untrained tokens read as <unk>, and the config round trip through the cache (issues 12, 21)."""
 import numpy as np
 import pytest
 import torch
@@ -59,12 +59,18 @@ def test_untrained_rows_are_the_trained_unk_row(kind_model):
         assert row != UNK_ID and torch.equal(table[row], table[UNK_ID]), (kind, token)
 
 
-def test_the_unk_row_moved_away_from_its_initial_value(kind_model, data):
+def test_the_default_unk_row_is_the_mean_of_the_rare_training_words(kind_model, data):
+    """Issue 21: the default has no word dropout, so nothing trains <unk>; after training its row is the mean
+    of the rarest training words' rows (unk_training.set_unk_row_from_rare_words), not the random initial one."""
+    from pytest_privleak.targets.unk_training import rare_words
+
     kind, model = kind_model
-    fresh = train_target(kind, data, seed=0, progress=False, extra_tokens=["zulu", "yankee"], epochs=1,
-                         unk_alpha=0.0, **{k: v for k, v in TINY[kind].items() if k != "epochs"})
-    # unk_alpha=0 never feeds <unk> in training: its row is the seeded initial one, which the default moves
-    assert not torch.equal(_table(kind, model)[UNK_ID], _table(kind, fresh)[UNK_ID]), kind
+    assert model.config.unk_alpha == 0.0, kind
+    table = _table(kind, model)
+    words = rare_words(data.train)
+    assert 1 <= len(words) < len(model.vocab.tokens) - len(model.vocab.untrained) - 2
+    rows = model.vocab.token_ids(words, strict=True)
+    assert torch.equal(table[UNK_ID], table[rows].mean(dim=0)), kind
 
 
 def test_extra_tokens_survive_the_cache_and_change_the_key(kind_model, data, cache):
@@ -104,7 +110,7 @@ def test_word_dropout_reads_unk_on_a_corpus_without_singletons():
     """The bundled realistic corpus has no token seen once, so Lample's singleton rule (the code before this
     change) never fed <unk> there; word dropout feeds it about sum_w alpha #(w) / (alpha + #(w)) times an epoch.
 
-    That a fed <unk> row is trained: test_targets_joint_nlu.py::test_the_unk_row_is_trained_by_word_dropout.
+    That a fed <unk> row is trained: test_targets_joint_nlu.py::test_the_unk_row_is_set_from_rare_words_or_trained_by_word_dropout.
     """
     from collections import Counter
 

@@ -22,7 +22,9 @@ Defences (§6) are config switches: ``dropout`` (paper: 0.2 and 0.1; applied to
 the input embeddings, between the LSTM layers and to the LSTM outputs),
 ``early_stopping`` (patience 20 epochs on the validation loss, best weights
 restored) and ``char_embeddings`` (a character CNN concatenated to the word
-embedding). The character features of a word always come from its own
+embedding); and one the paper does not use, ``unk_alpha`` (word dropout,
+Kiperwasser & Goldberg 2016: 0.25; :mod:`.unk_training`). The default has
+none of them: the undefended target is the paper's model. The character features of a word always come from its own
 letters, whether or not the word is in the vocabulary (Ma & Hovy 2016: the
 point of the CNN is to represent words the table lacks); only its word vector
 falls back to ``<unk>``. :meth:`JointNLUTarget.input_embeddings` returns, per
@@ -32,12 +34,13 @@ whole-token representations.
 
 Vocabulary and ``<unk>`` (:mod:`.vocab`, :mod:`.unk_training`): the
 vocabulary holds the training tokens, every built-in canary pattern's tokens,
-those of patterns injected with ``inject_canaries`` and ``extra_tokens``;
-an occurrence of a training token seen ``#(w)`` times reads ``<unk>`` with
-probability ``unk_alpha / (unk_alpha + #(w))`` (word dropout, Kiperwasser &
-Goldberg 2016, ``unk_alpha=0.25``) so that the ``<unk>`` row is trained, and
-reserved tokens the training split never has read the trained ``<unk>`` word
-vector.
+those of patterns injected with ``inject_canaries`` and ``extra_tokens``.
+After training, the ``<unk>`` word vector is the mean of the rarest training
+words' vectors (nothing is trained for it, so it changes nothing the model
+memorised), and reserved tokens the training split never has read it. With
+word dropout (``unk_alpha > 0``, a defence) an occurrence of a training token
+seen ``#(w)`` times reads ``<unk>`` with probability
+``unk_alpha / (unk_alpha + #(w))`` and the ``<unk>`` row is trained instead.
 
 Measured before issue 12 (no word dropout, vocabulary of training tokens
 only) on the default synthetic corpus (1500 utterances + a 4-digit pin
@@ -68,7 +71,7 @@ from torchcrf import CRF
 from . import training
 from .base import TrainedTarget
 from .char_cnn import CharCNN
-from .unk_training import DEFAULT_UNK_ALPHA, check_unk_alpha, drop_to_unk, tie_untrained_rows, unk_probabilities
+from .unk_training import DEFAULT_UNK_ALPHA, check_unk_alpha, drop_to_unk, finish_unk_rows, unk_probabilities
 from .vocab import PAD, PAD_ID, UNK, Vocabulary, check_extra_tokens
 
 KIND = "joint-bilstm-crf"
@@ -86,8 +89,10 @@ class JointNLUConfig:
     ``extra_tokens``: tokens the vocabulary must hold besides the training
     split's and the canary patterns' (e.g. a custom pattern's V0 when the data
     was not built with ``inject_canaries``). ``unk_alpha``: word dropout, a
-    token seen ``#(w)`` times in training reads ``<unk>`` with probability
-    ``unk_alpha / (unk_alpha + #(w))`` (:mod:`.unk_training`; 0 switches it off).
+    defence (WD, not in the paper; Kiperwasser & Goldberg 2016: 0.25), a token
+    seen ``#(w)`` times in training reads ``<unk>`` with probability
+    ``unk_alpha / (unk_alpha + #(w))`` (:mod:`.unk_training`); 0, the default,
+    is the paper's model.
     """
 
     epochs: int = 10                 # maximum number of epochs
@@ -105,7 +110,7 @@ class JointNLUConfig:
     max_word_chars: int = 20
     grad_clip: float = 5.0
     extra_tokens: tuple[str, ...] = ()
-    unk_alpha: float = DEFAULT_UNK_ALPHA    # word dropout to <unk> (Kiperwasser & Goldberg 2016)
+    unk_alpha: float = DEFAULT_UNK_ALPHA    # defence WD: word dropout to <unk> (0: off, the paper's model)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "extra_tokens", check_extra_tokens(self.extra_tokens))
@@ -396,7 +401,7 @@ def _load(folder: Path, device: torch.device, threads: int | None = 1) -> JointN
 
 def build(dataset, config: JointNLUConfig, *, device: torch.device, seed: int, content_hash: str,
           progress: bool = True, threads: int | None = 1) -> JointNLUTarget:
-    """Train a fresh model on ``device`` (no cache); rare words read ``<unk>`` per ``config.unk_alpha``."""
+    """Train a fresh model on ``device`` (no cache); word dropout to ``<unk>`` per ``config.unk_alpha``."""
     vocab = Vocabulary.from_dataset(dataset, config.extra_tokens)
     width = char_width(config)
     train_items = encode_utterances(vocab, dataset.train, width)
@@ -415,7 +420,7 @@ def build(dataset, config: JointNLUConfig, *, device: torch.device, seed: int, c
             epochs=config.epochs, batch_size=config.batch_size, lr=config.lr, seed=seed,
             early_stopping=config.early_stopping, patience=config.patience, grad_clip=config.grad_clip or None,
             name=f"{KIND} {content_hash[:8]}", progress=progress)
-        tie_untrained_rows(net.word_embedding.weight, vocab)
+        finish_unk_rows(net.word_embedding.weight, vocab, dataset.train, config.unk_alpha)
     return JointNLUTarget(net, vocab, config, seed=seed, history=history, content_hash=content_hash,
                           threads=threads)
 

@@ -16,10 +16,13 @@ cross-entropy, so the score is exactly the training loss (in bits).
 Vocabulary (:mod:`.vocab`): training tokens plus every built-in canary
 pattern's tokens, those of patterns injected with ``inject_canaries`` and
 ``extra_tokens``; tokens the training split never has read (and are predicted
-as) ``<unk>``. During training a token seen ``#(w)`` times is fed as
-``<unk>`` with probability ``unk_alpha / (unk_alpha + #(w))`` (word dropout,
-:mod:`.unk_training`; its prediction target stays the word), so the
-``<unk>`` input row is trained.
+as) ``<unk>``. After training the ``<unk>`` input row is the mean of the
+rarest training words' input rows (:mod:`.unk_training`; nothing is trained
+for it). Word dropout is a defence the user names (``unk_alpha > 0``,
+Kiperwasser & Goldberg 2016: 0.25; default 0): during training a token seen
+``#(w)`` times is then fed as ``<unk>`` with probability
+``unk_alpha / (unk_alpha + #(w))`` (its prediction target stays the word) and
+the ``<unk>`` input row is trained instead.
 """
 from __future__ import annotations
 
@@ -35,7 +38,7 @@ from torch import nn
 
 from . import training
 from .base import TrainedTarget
-from .unk_training import DEFAULT_UNK_ALPHA, check_unk_alpha, drop_to_unk, tie_untrained_rows, unk_probabilities
+from .unk_training import DEFAULT_UNK_ALPHA, check_unk_alpha, drop_to_unk, finish_unk_rows, unk_probabilities
 from .vocab import PAD_ID, Vocabulary, check_extra_tokens
 
 KIND = "lstm-lm"
@@ -57,7 +60,7 @@ class LSTMLMConfig:
     patience: int = 3
     grad_clip: float = 5.0
     extra_tokens: tuple[str, ...] = ()   # tokens the vocabulary must hold besides training and canary tokens
-    unk_alpha: float = DEFAULT_UNK_ALPHA  # word dropout: fed as <unk> w.p. unk_alpha / (unk_alpha + #(w))
+    unk_alpha: float = DEFAULT_UNK_ALPHA  # defence: word dropout, fed as <unk> w.p. a / (a + #(w)); 0: off
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "extra_tokens", check_extra_tokens(self.extra_tokens))
@@ -187,7 +190,7 @@ def build(dataset, config: LSTMLMConfig, *, device: torch.device, seed: int, con
             epochs=config.epochs, batch_size=config.batch_size, lr=config.lr, seed=seed,
             early_stopping=config.early_stopping, patience=config.patience, grad_clip=config.grad_clip or None,
             name=f"{KIND} {content_hash[:8]}", progress=progress)
-        tie_untrained_rows(net.embedding.weight, vocab)
+        finish_unk_rows(net.embedding.weight, vocab, dataset.train, config.unk_alpha)
     return LSTMLanguageModel(net, vocab, config, seed=seed, history=history, content_hash=content_hash)
 
 

@@ -1,23 +1,36 @@
-"""How a built-in target learns what it reads for words it does not know.
+"""What a built-in target reads for words it does not know, and word dropout as a named defence.
 
 A vocabulary that keeps every training token never shows the network
-``<unk>`` in training, so the ``<unk>`` row stays at its random initial value
-while a share of validation and test tokens (the unseen entities) read it, and
-drive the validation loss that early stopping (canary-extraction-nlu §6)
-watches. The paper's model reads FastText vectors, which give such words a
-trained vector; a table trained from scratch needs the standard remedy, word
-dropout for unknown words (Kiperwasser & Goldberg 2016, §6): during training
-an occurrence of a token seen ``#(w)`` times in the training split reads
-``<unk>`` with probability ``alpha / (alpha + #(w))`` (``alpha = 0.25``
-there; a token seen once: 0.2, ten times: 0.024), a fresh draw every batch.
-Rare words stand in for the unknown ones, as in the singleton replacement of
-Lample et al. (2016), but the rule also trains ``<unk>`` on a corpus without
-singletons (the bundled one has none). With character embeddings the
-replaced word keeps its own character features; only its word vector drops.
+``<unk>`` in training, so the ``<unk>`` row would stay at its random initial
+value while a share of validation and test tokens (the unseen entities) read
+it. The paper's model reads FastText vectors, which give such words a trained
+vector (canary-extraction-nlu §4.1); a table trained from scratch needs a
+stand-in, and it must not change what the model memorises: the undefended
+target is the paper's model (issue 21).
+
+Default (``unk_alpha=0``): no word dropout. After training,
+:func:`set_unk_row_from_rare_words` sets the ``<unk>`` row to the mean of the
+rows of the rarest training words (those seen at most as often as the
+:data:`RARE_SHARE` quantile of word-type counts: the hapaxes on a real
+corpus). An unseen word is most like a rare one (Good-Turing: the chance of
+a new word is estimated from the words seen once), which is also why
+singleton replacement (Lample et al. 2016) trains ``<unk>`` on them; here it
+is done after training, so no gradient step sees anything but the real data.
+
+Word dropout (``unk_alpha > 0``) is a defence the user names, like the
+paper's D / ES / CE (§6): during training an occurrence of a token seen
+``#(w)`` times reads ``<unk>`` with probability ``alpha / (alpha + #(w))``
+(Kiperwasser & Goldberg 2016, §6, ``alpha = 0.25``: a token seen once 0.2,
+ten times 0.024), a fresh draw every batch, and the ``<unk>`` row is trained
+by it. It is a regulariser: on a generated corpus with a real-sized
+vocabulary it lowered the rank of an injected pin (README, defence table).
+With character embeddings the replaced word keeps its own character
+features; only its word vector drops.
 
 Reserved tokens the training split never has (:mod:`.vocab`) read ``<unk>``;
-:func:`tie_untrained_rows` copies the trained ``<unk>`` row into their rows
-after training, so that ``W[i]`` is what the network reads for token ``i``.
+:func:`tie_untrained_rows` copies the ``<unk>`` row into their rows after
+training, so that ``W[i]`` is what the network reads for token ``i``.
+:func:`finish_unk_rows` does both steps in order.
 """
 from __future__ import annotations
 
@@ -28,17 +41,22 @@ import torch
 
 from .vocab import UNK_ID, Vocabulary, training_counts
 
-#: Kiperwasser & Goldberg (2016): alpha of the word-dropout probability alpha / (alpha + #(w)).
-DEFAULT_UNK_ALPHA = 0.25
+#: The undefended default: no word dropout (the paper's model has none, canary-extraction-nlu §4.1).
+DEFAULT_UNK_ALPHA = 0.0
+#: Word dropout as a defence: Kiperwasser & Goldberg (2016), p(w) = alpha / (alpha + #(w)).
+WORD_DROPOUT_ALPHA = 0.25
+#: Rare words: the types seen at most as often as the type at this quantile of the sorted counts.
+RARE_SHARE = 0.1
 
 
 def check_unk_alpha(value: object) -> None:
     """``ValueError`` naming ``unk_alpha`` unless it is a finite number >= 0."""
     if (not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value)
             or value < 0.0):
-        raise ValueError(f"config unk_alpha={value!r} must be a finite number >= 0 (a token seen #(w) times "
-                         "in training reads <unk> with probability unk_alpha / (unk_alpha + #(w))); fix: use "
-                         f"{DEFAULT_UNK_ALPHA} (Kiperwasser & Goldberg 2016) or 0 to switch word dropout off")
+        raise ValueError(f"config unk_alpha={value!r} must be a finite number >= 0 (word dropout, a defence: a "
+                         "token seen #(w) times in training reads <unk> with probability unk_alpha / (unk_alpha + "
+                         f"#(w))); fix: use {WORD_DROPOUT_ALPHA} (Kiperwasser & Goldberg 2016) to train with word "
+                         f"dropout, or {DEFAULT_UNK_ALPHA:g} (the default, the paper's undefended model) for none")
 
 
 def unk_probabilities(vocab: Vocabulary, utterances: Sequence, alpha: float,
@@ -59,9 +77,47 @@ def drop_to_unk(ids: torch.Tensor, probabilities: torch.Tensor) -> torch.Tensor:
     return ids.masked_fill(drop, UNK_ID)
 
 
+def rare_words(utterances: Sequence, share: float = RARE_SHARE) -> tuple[str, ...]:
+    """Training word types seen at most ``c`` times, ``c`` the count at the ``share`` quantile (sorted).
+
+    On a corpus with hapaxes (any real one) ``c`` is 1 when they are at least
+    ``share`` of the types; on one without, the rarest ``share`` or more.
+    """
+    counts = training_counts(utterances)
+    if not counts:
+        return ()
+    ordered = sorted(counts.values())
+    cut = ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+    return tuple(sorted(t for t, n in counts.items() if n <= cut))
+
+
+@torch.no_grad()
+def set_unk_row_from_rare_words(weight: torch.Tensor, vocab: Vocabulary, utterances: Sequence,
+                                share: float = RARE_SHARE) -> tuple[str, ...]:
+    """Set row ``UNK_ID`` of ``weight`` (in place) to the mean of the rows of :func:`rare_words`.
+
+    Call after training with the training split; returns the words averaged.
+    Nothing is trained: the model's other weights, and so what it memorised,
+    are untouched. Without training tokens the row is left as it is.
+    """
+    words = rare_words(utterances, share)
+    if words:
+        rows = torch.tensor(vocab.token_ids(words, strict=True), device=weight.device)
+        weight[UNK_ID] = weight[rows].mean(dim=0)
+    return words
+
+
 @torch.no_grad()
 def tie_untrained_rows(weight: torch.Tensor, vocab: Vocabulary) -> None:
     """Copy row ``UNK_ID`` of ``weight`` into the rows of the vocabulary's untrained tokens (in place)."""
     if vocab.untrained:
         rows = torch.tensor(vocab.token_ids(vocab.untrained, strict=True), device=weight.device)
         weight[rows] = weight[UNK_ID].clone()
+
+
+def finish_unk_rows(weight: torch.Tensor, vocab: Vocabulary, utterances: Sequence, unk_alpha: float) -> None:
+    """After training: without word dropout set ``<unk>`` from the rare words (a trained one is kept), then
+    tie the untrained reserved tokens' rows to it."""
+    if unk_alpha == 0.0:
+        set_unk_row_from_rare_words(weight, vocab, utterances)
+    tie_untrained_rows(weight, vocab)
