@@ -1,5 +1,6 @@
 """Bad inputs of the LDP auditor: each gives a clear error naming the argument or entry and the fix (issue 12)."""
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -95,10 +96,14 @@ def test_non_finite_mechanism_outputs(value):
         assert_ldp_holds(Outputs(value), 1.0, **FAST)
 
 
-def test_outputs_that_overflow_the_classifier():
-    with pytest.raises(NonFiniteError, match=r"mechanism Outputs.*NaN or infinite.*Fix: the mechanism's outputs "
-                                             r"overflow the classifier"):
-        assert_ldp_holds(Outputs(1e300), 1.0, **FAST)
+@pytest.mark.parametrize("value", [1e300, 1e200, 1e39])
+def test_outputs_that_overflow_the_classifier(value):
+    # refused with the fix where the overflow arises, without numpy's overflow RuntimeWarnings (issue 24 item 6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(NonFiniteError, match=r"mechanism Outputs.*NaN or infinite.*Fix: the mechanism's outputs "
+                                                 r"overflow the classifier"):
+            assert_ldp_holds(Outputs(value), 1.0, **FAST)
 
 
 def test_non_finite_bit_probabilities():
@@ -150,3 +155,9 @@ def test_unknown_domain_type():
 def test_finite_domain_of_one_value():
     with pytest.raises(ValueError, match="FiniteDomain needs at least two values"):
         FiniteDomain(np.array(["only"]))
+
+
+@pytest.mark.parametrize("allow", [1, "yes", None])
+def test_bad_allow_inconclusive(allow):
+    with pytest.raises(ValueError, match=r"allow_inconclusive must be True or False, got .*; fix: leave it out"):
+        assert_ldp_holds(KRR(3, 1.0), 1.0, allow_inconclusive=allow, **FAST)

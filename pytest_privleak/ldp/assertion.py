@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from ..assertions import check
+from ..attacks.inconclusive import check_allow_inconclusive, check_covered
 from ..finite import require_finite
 from ..results import LeakResult, record
 from .auditor import AuditResult, audit
@@ -123,7 +123,24 @@ def ldp_result(mechanism, epsilon: float | None, found: AuditResult, *, delta: f
         remedy=_REMEDY, tolerance=tolerance,
         target={"mechanism": label, "samples": found.samples, "samples_requested": found.samples_requested,
                 "delta": delta, "seconds": found.seconds, "pairs_tried": found.tried,
-                "complete": found.complete})
+                "complete": found.complete,
+                **({"shortfall": found.shortfall, "seconds_needed": found.seconds_needed} if found.shortfall else {})})
+
+
+def coverage(result: LeakResult) -> tuple[bool, str, str]:
+    """``(complete, what was covered, the budget that covers the rest)`` of an LDP audit's result.
+
+    The default audit (no ``time_budget``) tries every candidate pair of its
+    search and draws every sample asked for; a budget that stopped either
+    leaves a bound within the claim inconclusive (issue 23 item 4).
+    """
+    if result.target.get("complete", True):
+        return True, "", ""
+    shortfall = result.target.get("shortfall") or result.evidence.get("budget", "the time budget was spent")
+    needed = result.target.get("seconds_needed", math.nan)
+    estimate = (f"time_budget={math.ceil(needed * 1.5):g} or more (the whole audit would take about {needed:.3g} s "
+                f"at this run's pace)" if isinstance(needed, float) and math.isfinite(needed) else "a larger time_budget")
+    return False, shortfall, f"{estimate}, or time_budget=None to run the audit to the end"
 
 
 def _run(mechanism, confidence, pairs, samples, delta, seed, c, classifier, train_samples, val_samples, replicates,
@@ -199,7 +216,7 @@ def assert_ldp_holds(mechanism, epsilon: float | None, *, confidence: float = 0.
                      val_samples: int = 100_000, replicates: int = 2,
                      tolerance: float | None = None, time_budget: float | None = None,
                      progress: float | None = 5.0, full_search: int = FULL_SEARCH_MAX,
-                     name: str | None = None) -> LeakResult:
+                     name: str | None = None, allow_inconclusive: bool = False) -> LeakResult:
     """Fail when ``mechanism`` provably violates ``epsilon``-LDP (ε_lcb > epsilon at ``confidence``).
 
     ``pairs``: extra input pairs ``[(a, a'), ...]`` to try besides the search
@@ -210,8 +227,12 @@ def assert_ldp_holds(mechanism, epsilon: float | None, *, confidence: float = 0.
     mechanism's own claim; ``replicates``: independent final estimates whose
     smallest bound is kept (1 = a single estimate, false-alarm rate up to
     1 - confidence).  ``time_budget``: seconds the audit may take; when spent,
-    the bound rests on the samples drawn so far (the message and an
-    ``LDPAuditWarning`` say how many).  ``progress``: seconds between progress
+    the bound rests on the pairs tried and samples drawn so far (an
+    ``LDPAuditWarning`` says how many): a bound over ``epsilon`` still fails
+    as a leak, but one within it is inconclusive and fails with
+    :class:`~pytest_privleak.attacks.inconclusive.InconclusiveAuditError`
+    (what was covered, the budget that covers the rest) unless
+    ``allow_inconclusive=True``.  ``progress``: seconds between progress
     lines on stderr on long runs (None: silent).  ``full_search``: finite
     domains up to this many inputs have every input screened as a pair
     member.  ``name``: the result's label (default: the mechanism's class and
@@ -225,9 +246,12 @@ def assert_ldp_holds(mechanism, epsilon: float | None, *, confidence: float = 0.
     name = check_name(name)
     _validate(mechanism, confidence, samples, delta, c, tolerance, time_budget, progress, classifier)
     eps = check_epsilon(epsilon, mechanism)
+    allow = check_allow_inconclusive(allow_inconclusive)
     measured = measured_ldp(mechanism, eps, confidence=confidence, pairs=pairs, samples=samples, delta=delta,
                             seed=seed, c=c, classifier=classifier, train_samples=train_samples,
                             val_samples=val_samples, replicates=replicates, time_budget=time_budget,
                             progress=progress, full_search=full_search, name=name)
-    return check(dataclasses.replace(measured, threshold=float(eps),
-                                     tolerance=None if tolerance is None else float(tolerance)))
+    complete, covered, rest = coverage(measured)
+    return check_covered(dataclasses.replace(measured, threshold=float(eps),
+                                             tolerance=None if tolerance is None else float(tolerance)),
+                         complete=complete, covered=covered, rest=rest, allow_inconclusive=allow)

@@ -202,6 +202,8 @@ class AuditResult:
     train_rows: int = 0
     budget_note: str = ""
     ceiling_requested: float = math.nan
+    shortfall: str = ""
+    seconds_needed: float = math.nan
 
     @property
     def p1(self) -> float:
@@ -338,12 +340,14 @@ def audit(mechanism, *, confidence: float = 0.95, pairs=None, samples: int = 1_0
             found.add(a, b, "user")
         found.coverage = f"user pairs only (search=False): {len(found.pairs)}"
     cands = found.pairs
+    screened_at = clock.elapsed
     width = sample_outputs(mechanism, cands[0][0], 1, search_rng, who).shape[1]
     n_train = train_rows(train_samples, width)
     clock.plan(clock.done + len(cands) * 2 * (n_train + val_samples) + replicates * 2 * samples)
     best, tried = _search(mechanism, cands, n_train=n_train, val_samples=val_samples, samples=samples,
                           confidence=confidence, delta=delta, c=c, classifier=classifier, seed=seed, rng=search_rng,
                           who=who, clock=clock, width=width)
+    searched_at = clock.elapsed
     a, b, scorer, att = best
     if att.sign < 0:  # the event was chosen to favour b (b -> a loss): swap so p1 is measured on b
         a, b = b, a
@@ -367,9 +371,13 @@ def audit(mechanism, *, confidence: float = 0.95, pairs=None, samples: int = 1_0
     if done < samples:
         notes.append(f"the final estimate drew {done:,} of {samples:,} samples per input (ceiling "
                      f"{ceiling:.3g} instead of {_ceiling(samples, tail, delta):.3g})")
-    budget_note = ""
+    budget_note = shortfall = ""
+    seconds_needed = math.nan
     if notes:
-        budget_note = (f"time budget of {time_budget:g} s spent: " + "; ".join(notes) + ". The bound is valid at "
+        shortfall = f"time budget of {time_budget:g} s spent: " + "; ".join(notes)
+        seconds_needed = _seconds_needed(screened_at, searched_at, clock.elapsed, tried=len(tried),
+                                         pairs=len(cands), drawn=done, samples=samples)
+        budget_note = (shortfall + ". The bound is valid at "
                        "the stated confidence but rests on less evidence than asked; fix: raise time_budget or "
                        "lower samples/val_samples")
         warnings.warn(LDPAuditWarning(f"LDP audit of {who}: {budget_note}"), stacklevel=2)
@@ -380,7 +388,8 @@ def audit(mechanism, *, confidence: float = 0.95, pairs=None, samples: int = 1_0
                        replicate_bounds=[max(0.0, e[0]) for e in estimates], samples_requested=int(samples),
                        candidates=len(cands), coverage=found.coverage, inputs_screened=found.inputs_screened,
                        domain_size=found.domain_size, train_rows=n_train, budget_note=budget_note,
-                       ceiling_requested=_ceiling(samples, tail, delta))
+                       ceiling_requested=_ceiling(samples, tail, delta), shortfall=shortfall,
+                       seconds_needed=seconds_needed)
 
 
 def _search(mechanism, cands, *, n_train, val_samples, samples, confidence, delta, c, classifier, seed, rng, who,
@@ -444,6 +453,15 @@ def _final_counts(mechanism, a, b, scorer, att, *, samples, replicates, final_se
         if clock.spent():
             break
     return _pairs(counts, replicates), done
+
+
+def _seconds_needed(screened_at: float, searched_at: float, ended_at: float, *, tried: int, pairs: int, drawn: int,
+                    samples: int) -> float:
+    """Seconds the whole audit would take at this run's measured pace: the probe as it ran, the search at its
+    seconds per pair tried for every candidate pair, the final estimate at its seconds per sample for all."""
+    per_pair = (searched_at - screened_at) / max(tried, 1)
+    per_sample = (ended_at - searched_at) / max(drawn, 1)
+    return screened_at + per_pair * pairs + per_sample * samples
 
 
 def _pairs(counts: np.ndarray, replicates: int) -> list[tuple[int, int]]:

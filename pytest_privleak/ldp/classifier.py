@@ -29,7 +29,7 @@ GROUP_ELEMENTS = 1 << 23
 TRAIN_ELEMENTS = 1 << 23
 
 Scorer = Callable[[np.ndarray], np.ndarray]
-_SCORE_FIX = ("the mechanism's outputs overflow the classifier (|output| near 1e38 or more): return outputs "
+OVERFLOW_FIX = ("the mechanism's outputs overflow the classifier (|output| near 1e38 or more): return outputs "
               "of moderate magnitude (e.g. rescale them) so that a classifier can be fitted")
 
 
@@ -83,9 +83,10 @@ class LinearScorer:
                 else:
                     part = chunk.astype(np.float64) @ self.w_grid
             else:
-                part = (chunk.astype(np.float32) @ self.w_float32).astype(np.float64)
+                with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below, with the fix
+                    part = (chunk.astype(np.float32) @ self.w_float32).astype(np.float64)
             scores[start:start + len(chunk)] = part + self.b
-        require_finite(scores, what=f"the classifier's scores of outputs of mechanism {self.who}", fix=_SCORE_FIX)
+        require_finite(scores, what=f"the classifier's scores of outputs of mechanism {self.who}", fix=OVERFLOW_FIX)
         return scores
 
 
@@ -112,8 +113,11 @@ def train_scorers(pairs_outputs: list[tuple[np.ndarray, np.ndarray]], *, kind: s
 
 
 def _train_group(group, kind: str, l2: float, seed: int, who: str) -> list[Scorer]:
-    x = torch.stack([torch.cat([torch.as_tensor(np.asarray(a, dtype=np.float32)),
-                                torch.as_tensor(np.asarray(b, dtype=np.float32))]) for a, b in group])  # [P, 2n, D]
+    with np.errstate(over="ignore"):  # outputs beyond float32 become inf here and are refused just below
+        x = torch.stack([torch.cat([torch.as_tensor(np.asarray(a, dtype=np.float32)),
+                                    torch.as_tensor(np.asarray(b, dtype=np.float32))]) for a, b in group])  # [P, 2n, D]
+    require_finite(x, what=f"the outputs of mechanism {who or '?'} in float32 (the classifier's precision)",
+                   fix=OVERFLOW_FIX)
     x_max = x.abs().amax(dim=1).double().numpy()
     n_a = len(group[0][0])
     y = torch.zeros(x.shape[:2])
@@ -121,7 +125,7 @@ def _train_group(group, kind: str, l2: float, seed: int, who: str) -> list[Score
     mu = x.mean(1, keepdim=True)
     sd = x.std(1, keepdim=True)
     require_finite(sd, what=f"the spread of the outputs of mechanism {who or '?'} (classifier standardisation)",
-                   fix=_SCORE_FIX)
+                   fix=OVERFLOW_FIX)
     sd = torch.where(sd > 1e-6, sd, torch.ones_like(sd))
     z = (x - mu) / sd
     del x
@@ -158,7 +162,7 @@ def _train_group(group, kind: str, l2: float, seed: int, who: str) -> list[Score
         if kind == "logistic":  # fold the standardisation into one weight vector
             w = (ps[0][0, :, 0] / sd64[i, 0]).numpy()
             b = float(ps[1].reshape(()) - (mu64[i, 0] / sd64[i, 0] * ps[0][0, :, 0]).sum())
-            require_finite(w, what=f"the classifier's weights for mechanism {who or '?'}", fix=_SCORE_FIX)
+            require_finite(w, what=f"the classifier's weights for mechanism {who or '?'}", fix=OVERFLOW_FIX)
             return LinearScorer(w, b, x_max[i], who or "?")
 
         def score(out: np.ndarray) -> np.ndarray:
@@ -171,7 +175,7 @@ def _train_group(group, kind: str, l2: float, seed: int, who: str) -> list[Score
                     res[s:s + step] = forward(zz, ps)[0].numpy()
             res = np.round(res, 9)  # equal outputs get exactly equal scores (ties matter for discrete outputs)
             require_finite(res, what=f"the MLP classifier's scores of outputs of mechanism {who or '?'}",
-                           fix=_SCORE_FIX)
+                           fix=OVERFLOW_FIX)
             return res
 
         return score

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from ..finite import require_finite
+from .classifier import OVERFLOW_FIX
 from .mechanisms import BoxDomain
 from .sampling import CHUNK_ELEMENTS, checked
 
@@ -69,11 +71,14 @@ def _moments(mechanism, inputs: np.ndarray, per_input: int, rng, who: str, clock
         batch = np.repeat(block, per_input, axis=0)
         out = checked(mechanism(batch, rng), len(batch), who).reshape(len(block), per_input, width)
         binary = binary and bool(np.all((out == 0) | (out == 1)))
-        means[start:start + len(block)] = out.mean(axis=1, dtype=np.float64)
-        if binary:  # 0/1 outputs: the mean of squares is the mean
-            squares[start:start + len(block)] = means[start:start + len(block)]
-        else:
-            squares[start:start + len(block)] = np.square(out, dtype=np.float64).mean(axis=1)
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused just below, with the fix
+            means[start:start + len(block)] = out.mean(axis=1, dtype=np.float64)
+            if binary:  # 0/1 outputs: the mean of squares is the mean
+                squares[start:start + len(block)] = means[start:start + len(block)]
+            else:
+                squares[start:start + len(block)] = np.square(out, dtype=np.float64).mean(axis=1)
+        require_finite(squares[start:start + len(block)], fix=OVERFLOW_FIX,
+                       what=f"the mean squared outputs of mechanism {who} (pair search)")
         if clock is not None:
             clock.advance(len(batch), "search (probe)")
     return means, squares, binary
