@@ -12,8 +12,8 @@ import torch
 from pytest_privleak.attacks.candidates import OutOfVocabularyError
 from pytest_privleak.attacks.d_exposure import DEFAULT_TEMPLATE, d_exposure, template_tokens
 from pytest_privleak.attacks.exposure import compute_exposure
-from pytest_privleak.attacks.exposure_assertion import (assert_d_exposure_below, assert_exposure_below,
-                                                        measure_d_exposure, measure_exposure)
+from pytest_privleak.attacks.d_exposure_assertion import assert_d_exposure_below, measure_d_exposure
+from pytest_privleak.attacks.exposure_assertion import assert_exposure_below, measure_exposure
 from pytest_privleak.canaries import canary, custom_pattern
 from pytest_privleak.finite import NonFiniteError
 from pytest_privleak.targets.vocab import Vocabulary
@@ -177,5 +177,15 @@ def test_bad_insertions_and_class_words_are_named(inserted, words, error, fragme
 def test_bad_d_exposure_name_and_limit_are_named():
     with pytest.raises(ValueError, match=r"name must be a non-empty string.*fix: a stable label"):
         measure_d_exposure(Tagger(), {"PER": "Chelsea"}, class_words=WORDS, name="  ")
-    with pytest.raises(ValueError, match=r"max_bits must be a number >= 0.*fix: e.g. max_bits="):
+    with pytest.raises(ValueError, match=r"max_bits must be a finite number >= 0.*fix: e.g. max_bits="):
         assert_d_exposure_below(Tagger(), {"PER": "Chelsea"}, float("nan"), class_words=WORDS)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: assert_exposure_below(IdScorer(), PIN, float("inf")),
+    lambda: assert_d_exposure_below(Tagger(), {"PER": "Chelsea"}, float("inf"), class_words=WORDS),
+], ids=["exposure", "d-exposure"])
+def test_an_infinite_limit_is_refused(call):
+    # before issue 23 item 5, max_bits=inf was accepted: a limit that passes every figure
+    with pytest.raises(ValueError, match=r"max_bits must be a finite number >= 0 .*got inf; fix: e.g. max_bits=4.0"):
+        call()

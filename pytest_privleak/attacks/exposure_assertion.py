@@ -26,11 +26,16 @@ evidence line saying it was loaded.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from ..cache.results import cached_results
 from ..results import LeakResult, record
 from .exposure import DEFAULT_BATCH, DEFAULT_EXACT_BUDGET, DEFAULT_REFERENCES, compute_exposure
+from .inconclusive import check_allow_inconclusive, check_covered
+
+#: Methods that score a sample of the secret space instead of all of it.
+_SAMPLING_METHODS = ("sampled", "extrapolated")
 
 EXPOSURE_REMEDY = (
     "the model has memorised this secret: deduplicate the training data (fewer repeats of the secret), "
@@ -46,9 +51,11 @@ def target_facts(target: Any) -> dict:
 
 
 def _check_bits(max_bits: float) -> float:
-    if isinstance(max_bits, bool) or not isinstance(max_bits, (int, float)) or not max_bits >= 0:
-        raise ValueError(f"max_bits must be a number >= 0 (exposure is measured in bits), got {max_bits!r}; "
-                         "fix: e.g. max_bits=4.0 (a canary the model never memorised shows about 1.44 bits)")
+    """The limit in bits: a finite number >= 0 (``inf`` would pass every figure, so it is no limit)."""
+    if isinstance(max_bits, bool) or not isinstance(max_bits, (int, float)) or not 0 <= max_bits < math.inf:
+        raise ValueError(f"max_bits must be a finite number >= 0 (exposure is measured in bits; an infinite limit "
+                         f"passes every figure), got {max_bits!r}; fix: e.g. max_bits=4.0 (a canary the model never "
+                         "memorised shows about 1.44 bits), or measure without a limit with measure_*(...)")
     return float(max_bits)
 
 
@@ -90,6 +97,27 @@ def exposure_result(target: Any, canary: Any, *, threshold: float | None, tolera
         remedy=EXPOSURE_REMEDY, tolerance=tolerance, target=target_facts(target))
 
 
+def exposure_coverage(result: LeakResult) -> tuple[bool, str, str]:
+    """``(complete, what was covered, what covers the rest)`` of an exposure result (issue 23 item 4).
+
+    The default (``method="auto"``) scores every secret of a space of up to
+    ``DEFAULT_EXACT_BUDGET`` secrets; a sampled or extrapolated figure for such
+    a space covers only the references drawn, and its ceiling
+    (``log2`` of the references) can sit under the limit, so a memorised
+    canary would pass.  A Mix And Match pruned figure is an upper bound and
+    so is conclusive when it passes.
+    """
+    method, size = result.evidence.get("method"), result.evidence.get("space_size")
+    if method not in _SAMPLING_METHODS or not isinstance(size, int) or size > DEFAULT_EXACT_BUDGET:
+        return True, "", ""
+    covered = (f"method={method!r} ranked the canary among {result.evidence.get('rank', 'a sample').split(' among ')[-1]}"
+               f" of its space of {size:,} secrets (ceiling {result.ceiling:.3g} bits), where the default scores "
+               f"all {size:,}")
+    rest = (f"method='auto' (or 'exact') with exact_budget >= {size:,} scores every secret "
+            f"(the default exact_budget is {DEFAULT_EXACT_BUDGET:,})")
+    return False, covered, rest
+
+
 def measured_exposure(target: Any, canary: Any, *, name: str | None = None, **options: Any) -> LeakResult:
     """The measured ``exposure_bits`` result (``threshold=None``): from the result cache when ``target`` has a
     content hash and the same call ran before (:mod:`pytest_privleak.cache.results`), else computed."""
@@ -116,7 +144,7 @@ def assert_exposure_below(target: Any, canary: Any, max_bits: float, *, method: 
                           references: int = DEFAULT_REFERENCES, exact_budget: int = DEFAULT_EXACT_BUDGET,
                           seed: int = 0, confidence: float = 0.95, batch_size: int = DEFAULT_BATCH,
                           bootstrap: int = 30, name: str | None = None,
-                          tolerance: float | None = None) -> LeakResult:
+                          tolerance: float | None = None, allow_inconclusive: bool = False) -> LeakResult:
     """Fail when the exposure of ``canary`` under ``target`` exceeds ``max_bits``.
 
     Exposure (Secret Sharer, d-exposure-discriminative eq. 1) is
@@ -137,14 +165,18 @@ def assert_exposure_below(target: Any, canary: Any, max_bits: float, *, method: 
     canary's text). ``tolerance``: bits this figure may grow against a stored baseline
     before the baseline gate fails (default: the gate's own, 1 bit). Canary tokens outside
     the target's vocabulary raise ``OutOfVocabularyError`` and non-finite scores
-    ``NonFiniteError``. Returns the recorded result.
+    ``NonFiniteError``. A sampled or extrapolated figure within the limit for a space
+    the default would score in full (at most ``DEFAULT_EXACT_BUDGET`` secrets) is
+    inconclusive and fails with ``InconclusiveAuditError`` unless
+    ``allow_inconclusive=True``. Returns the recorded result.
     """
     __tracebackhide__ = True
-    from ..assertions import check
-
     threshold = _check_bits(max_bits)
     tolerance = _check_tolerance(tolerance)
+    allow = check_allow_inconclusive(allow_inconclusive)
     measured = measured_exposure(target, canary, name=name, method=method, references=references,
                                  exact_budget=exact_budget, seed=seed, confidence=confidence, batch_size=batch_size,
                                  bootstrap=bootstrap)
-    return check(dataclasses.replace(measured, threshold=threshold, tolerance=tolerance))
+    complete, covered, rest = exposure_coverage(measured)
+    return check_covered(dataclasses.replace(measured, threshold=threshold, tolerance=tolerance),
+                         complete=complete, covered=covered, rest=rest, allow_inconclusive=allow)
