@@ -13,6 +13,7 @@ _PUBLIC = {
     "LeakResult": ".results",
     "NonFiniteError": ".finite",
     "PrivacyLeakError": ".results",
+    "expect_leak": ".results",
     "assert_cea_accuracy_at_most": ".assertions",
     "assert_exposure_below": ".assertions",
     "assert_d_exposure_below": ".assertions",
@@ -30,6 +31,8 @@ _PUBLIC = {
     "assert_keyword_inference_at_most": ".assertions",
     "measure_keyword_inference": ".assertions",
     "canary": ".canaries",
+    "custom_pattern": ".canaries",
+    "string_pattern": ".canaries",
     "inject_canaries": ".canaries",
 }
 

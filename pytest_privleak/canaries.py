@@ -203,6 +203,49 @@ def custom_pattern(name: str, prefix: Sequence[str], vocabulary: Sequence[str], 
     return CanaryPattern(name, prefix, tuple(vocabulary), length, intent, tags, slot)
 
 
+#: Largest secret space a ``#`` template spells out (10^6: a 6-digit code); larger ones take ``secrets=``.
+MAX_TEMPLATE_SECRETS = 10 ** 6
+
+
+def string_pattern(name: str, template: str, *, intent: str, secrets: Sequence[str] | None = None,
+                   slot: str = "canary") -> CanaryPattern:
+    """A pattern whose secret is one string, written as the team's data writes it: ``"my pin is ####"``.
+
+    ``template`` is the sentence with the secret last: its words before the secret are the
+    prefix, and its last word is the secret's format, in which each ``#`` is one digit
+    (``"####"``: the 10^4 strings ``"0000"`` .. ``"9999"``; ``"##-##"``: ``"00-00"`` .. ``"99-99"``).
+    With ``secrets=[...]`` the last word is ``{secret}`` and the candidates are the strings given.
+    The secret is one token (``length`` 1), so the model sees ``"4821"`` as the data spells it:
+    one word for a built-in target (its vocabulary takes every candidate of an injected pattern),
+    the tokenizer's word pieces for a transformers adapter (exposure scores whole sentences).
+    The paper's spaced-digit patterns (``canary("pin")``: ``"my pin code is 4 8 2 1"``) stay
+    the form the extraction attack needs when a candidate is several word pieces.
+    """
+    if not isinstance(template, str) or not template.split():
+        raise ValueError(f"template must be a sentence such as 'my pin is ####', got {template!r}")
+    *prefix, last = template.split()
+    if secrets is not None:
+        if last != "{secret}":
+            raise ValueError(f"template {template!r}: with secrets=[...] its last word must be '{{secret}}'; fix: "
+                             f"e.g. string_pattern({name!r}, 'my code is {{secret}}', secrets=[...], intent=...)")
+        candidates = tuple(secrets) if not isinstance(secrets, str) else None
+        if candidates is None:
+            raise ValueError(f"secrets must be a list of strings, not the string {secrets!r}; fix: secrets=[...]")
+    else:
+        digits = last.count("#")
+        if "#" in " ".join(prefix) or digits == 0:
+            raise ValueError(f"template {template!r} must end with the secret's format, one word whose '#'s are "
+                             "digits (e.g. 'my pin is ####'), and have no '#' before it; fix: move the format to "
+                             "the end, or pass secrets=[...] with '{secret}' as the last word")
+        if 10 ** digits > MAX_TEMPLATE_SECRETS:
+            raise ValueError(f"template {template!r} spells {10 ** digits:.0e} secrets (more than "
+                             f"{MAX_TEMPLATE_SECRETS:.0e}); fix: pass the candidates as secrets=[...]")
+        parts = last.split("#")
+        candidates = tuple("".join(p + d for p, d in zip(parts, f"{n:0{digits}d}")) + parts[-1]
+                           for n in range(10 ** digits))
+    return custom_pattern(name, tuple(prefix), candidates, 1, intent, slot=slot)
+
+
 def canary(pattern: str | CanaryPattern = "pin", length: int | None = None, seed: int = 0, *,
            secret: Sequence[str] | str | None = None) -> Canary:
     """One canary; the secret is drawn uniformly from V0^n with ``seed`` unless given.

@@ -134,7 +134,8 @@ def require_canary_vocabulary(target: Any, pattern: Any) -> None:
     tokens = (*pattern.prefix, *pattern.vocabulary)
     role = f"prefix and reduced vocabulary V0 of canary pattern {pattern.name!r}"
     if hasattr(target, "require_single_pieces"):
-        target.require_single_pieces(tokens, role=role)
+        if not _require_known_pieces(target, tokens, role):
+            target.require_single_pieces(tokens, role=role)
         return
     vocab = getattr(target, "vocab", None)
     known = getattr(vocab, "token_index", None)
@@ -149,6 +150,30 @@ def require_canary_vocabulary(target: Any, pattern: Any) -> None:
         raise OutOfVocabularyError(
             missing_tokens_message(missing, role, len(known)) + "; or measure a canary whose prefix and "
             "vocabulary the model holds (e.g. a built-in pattern: canary('pin', length=4))")
+
+
+def _require_known_pieces(target: Any, tokens: tuple[str, ...], role: str) -> bool:
+    """Exposure scores whole sentences, so a word may be several word pieces ("4821" -> "48" "##21"), never unknown.
+
+    Refuses (``OutOfVocabularyError``) the words with an unknown piece, which would score another
+    sentence; ``False`` when ``target`` does not show its tokenizer (its own single-piece check then applies).
+    """
+    from .candidates import OutOfVocabularyError
+
+    pieces = getattr(target, "pieces", None)
+    tokenizer = getattr(pieces, "tokenizer", None)
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if tokenizer is None or unk is None:
+        return False
+    words = list(dict.fromkeys(tokens))
+    ids = tokenizer([[w] for w in words], is_split_into_words=True, add_special_tokens=False)["input_ids"]
+    unknown = [w for w, row in zip(words, ids) if not row or unk in row]
+    if unknown:
+        raise OutOfVocabularyError(
+            f"{role}: {len(unknown)} word(s) become the tokenizer's unknown token {tokenizer.unk_token!r} "
+            f"(e.g. {unknown[:5]}), so their sentences would score as other sentences; fix: write the canary "
+            "with words this tokenizer spells (e.g. string_pattern(..., 'my pin is ####') for digits it knows)")
+    return True
 
 
 def _checked(raw: SecretScorer, target: Any, canary: Any) -> SecretScorer:
