@@ -6,9 +6,10 @@ baseline gate see them) and turned into the assertion message.
 from __future__ import annotations
 
 import math
+import re
 import threading
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 Direction = Literal["at_most", "at_least"]
 
@@ -146,18 +147,104 @@ class LeakResult:
         return cls(**fields)
 
 
-# --- recording on the running test item -------------------------------------------------
-# The plugin sets the sink around each test call; outside pytest results are simply returned.
+# --- recording: every result reaches the plugin, from any thread ----------------------------
+# The plugin installs one recorder per process (set_recorder) and attributes each result to the test or
+# fixture running when it arrives; outside pytest results are simply returned. set_sink diverts this
+# thread's results into a list instead (over_seeds collects its members' results so, and records the
+# aggregate); whoever diverts owns them.
 _local = threading.local()
+_lock = threading.Lock()
+_recorder: Callable[[LeakResult], None] | None = None
+_expecting = 0   # open expect_leak blocks, in any thread
+_EXPECTED_ATTR = "_privleak_expected_leak"
 
 
 def set_sink(sink: list | None) -> None:
-    """Install the list that ``record`` appends to (the plugin does this per test)."""
+    """Divert this thread's results into ``sink`` instead of the plugin's recorder (``None``: stop diverting)."""
     _local.sink = sink
 
 
+def set_recorder(recorder: Callable[[LeakResult], None] | None) -> Callable[[LeakResult], None] | None:
+    """Install the process-wide callable that receives every recorded result; returns the previous one."""
+    global _recorder
+    with _lock:
+        previous, _recorder = _recorder, recorder
+    return previous
+
+
 def record(result: LeakResult) -> LeakResult:
+    """Hand ``result`` to the plugin (or this thread's diverting sink); inside :class:`expect_leak` it is expected."""
+    with _lock:
+        expecting, recorder = _expecting, _recorder
+    if expecting:
+        mark_expected(result)
     sink = getattr(_local, "sink", None)
     if sink is not None:
         sink.append(result)
+    elif recorder is not None:
+        recorder(result)
     return result
+
+
+def mark_expected(result: LeakResult) -> None:
+    """Declare ``result`` an expected leak: shown as such, not counted as a leak, not a swallowed one."""
+    setattr(result, _EXPECTED_ATTR, True)
+
+
+def is_expected(result: LeakResult) -> bool:
+    """Whether ``result`` was declared an expected leak (recorded inside :class:`expect_leak`)."""
+    return bool(getattr(result, _EXPECTED_ATTR, False))
+
+
+class expect_leak:
+    """``with expect_leak(match=None) as leak:`` -- the block must raise :class:`PrivacyLeakError`.
+
+    Works like ``pytest.raises(PrivacyLeakError, match=...)``: it fails when no
+    leak is raised or when ``match`` (a regex, ``re.search``) does not match the
+    message, and gives the error as ``leak.value``. Unlike ``pytest.raises``, the
+    results recorded inside the block (from any thread) are marked as expected
+    leaks, so the report shows them as "expected leak" and the run does not fail
+    on a leak the test caught itself (a swallowed leak fails the run).
+    """
+
+    def __init__(self, match: str | re.Pattern[str] | None = None) -> None:
+        self.match_expr = match
+        self.value: PrivacyLeakError | None = None
+        self.type: type[PrivacyLeakError] | None = None
+
+    @property
+    def result(self) -> LeakResult:
+        """The failing result the block raised."""
+        if self.value is None:
+            raise AttributeError("expect_leak: no leak was raised (yet)")
+        return self.value.result
+
+    def match(self, regexp: str | re.Pattern[str]) -> bool:
+        """Assert that ``regexp`` matches the leak's message (``re.search``), as ``ExceptionInfo.match``."""
+        __tracebackhide__ = True
+        text = str(self.value)
+        if re.search(regexp, text) is None:
+            raise AssertionError(f"expect_leak: the regex {regexp!r} does not match the leak's message:\n{text}")
+        return True
+
+    def __enter__(self) -> "expect_leak":
+        global _expecting
+        with _lock:
+            _expecting += 1
+        return self
+
+    def __exit__(self, kind, error, traceback) -> bool:
+        __tracebackhide__ = True
+        global _expecting
+        with _lock:
+            _expecting -= 1
+        if kind is None:
+            raise AssertionError("expect_leak: DID NOT RAISE PrivacyLeakError; the block was expected to leak "
+                                 "(an assert_* helper over its limit), but every result stayed within it")
+        if not issubclass(kind, PrivacyLeakError):
+            return False
+        mark_expected(error.result)
+        self.value, self.type = error, kind
+        if self.match_expr is not None:
+            self.match(self.match_expr)
+        return True

@@ -4,7 +4,8 @@ import math
 import pytest
 
 from pytest_privleak.assertions import check
-from pytest_privleak.results import LeakResult, PrivacyLeakError, record, set_sink
+from pytest_privleak.results import (LeakResult, PrivacyLeakError, expect_leak, is_expected, record, set_recorder,
+                                     set_sink)
 
 
 def _result(value, threshold=0.0, direction="at_most", **kw):
@@ -78,16 +79,71 @@ def test_check_records_and_raises():
     set_sink(sink)
     try:
         check(_result(0.0))
-        with pytest.raises(PrivacyLeakError) as info:
+        with expect_leak() as info:
             check(_result(0.7))
     finally:
         set_sink(None)
     assert len(sink) == 2
     assert isinstance(info.value, AssertionError)
     assert info.value.result.value == 0.7
+    assert is_expected(sink[1]) and not is_expected(sink[0])
 
 
-def test_record_without_sink_is_a_no_op():
+def test_record_without_sink_or_recorder_returns_the_result():
     set_sink(None)
-    r = _result(0.0)
-    assert record(r) is r
+    previous = set_recorder(None)
+    try:
+        r = _result(0.0)
+        assert record(r) is r and not is_expected(r)
+    finally:
+        set_recorder(previous)
+
+
+def _labelled(value, label):
+    r = _result(value)
+    r.label = label
+    return r
+
+
+def test_the_recorder_gets_every_result_from_any_thread_and_a_diverting_sink_takes_them_instead():
+    import threading
+
+    got, diverted = [], []
+    previous = set_recorder(got.append)
+    try:
+        record(_labelled(0.0, "main"))
+        worker = threading.Thread(target=lambda: record(_labelled(0.0, "thread")))
+        worker.start()
+        worker.join()
+        set_sink(diverted)
+        record(_labelled(0.0, "diverted"))
+    finally:
+        set_sink(None)
+        set_recorder(previous)
+    assert [r.label for r in got] == ["main", "thread"] and [r.label for r in diverted] == ["diverted"]
+
+
+def test_expect_leak_mirrors_pytest_raises_and_marks_what_it_recorded():
+    got = []
+    previous = set_recorder(got.append)
+    try:
+        with expect_leak(match=r"cea.accuracy \[my pin code is 3 1 4 1\]: 0.700 violates") as leak:
+            record(_labelled(0.0, "passing inside"))
+            check(_result(0.7))
+        assert leak.type is PrivacyLeakError and leak.result is leak.value.result and leak.match("remedy")
+        assert [is_expected(r) for r in got] == [True, True]
+        got.clear()
+        with pytest.raises(AssertionError, match="expect_leak: DID NOT RAISE PrivacyLeakError"):
+            with expect_leak():
+                record(_result(0.0))
+        with pytest.raises(AssertionError, match="expect_leak: the regex 'exposure' does not match"):
+            with expect_leak(match="exposure"):
+                check(_result(0.7))
+        with pytest.raises(KeyError):
+            with expect_leak():
+                raise KeyError("not a leak")
+        assert [is_expected(r) for r in got] == [True, True]   # those recorded inside the blocks that raised
+        record(_labelled(0.7, "after"))
+        assert not is_expected(got[-1])   # the block is closed, also after an error passed through it
+    finally:
+        set_recorder(previous)

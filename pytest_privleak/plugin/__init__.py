@@ -8,10 +8,13 @@ from __future__ import annotations
 import pytest
 
 from .. import results as _results
+from .attribution import Attribution, fixture_key
 from .settings import Settings, read_settings
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
 ITEM_RESULTS_KEY = pytest.StashKey[list]()
+ATTRIBUTION_KEY = pytest.StashKey[Attribution]()
+_PREVIOUS_RECORDER_KEY = pytest.StashKey[object]()
 DEVICE_KEY = pytest.StashKey[str]()
 #: Areas with hooks of their own, each a small plugin module registered with this one.
 pytest_plugins = ["pytest_privleak.plugin.shard", "pytest_privleak.plugin.hosts", "pytest_privleak.plugin.progress",
@@ -62,8 +65,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("privleak_cache_dir", "default for --privleak-cache-dir", default="")
 
 
+def _install_attribution(config: pytest.Config) -> Attribution:
+    """This process's recorder of every result (:mod:`.attribution`), installed once per config."""
+    attribution = config.stash.get(ATTRIBUTION_KEY, None)
+    if attribution is None:
+        attribution = config.stash[ATTRIBUTION_KEY] = Attribution()
+        config.stash[_PREVIOUS_RECORDER_KEY] = _results.set_recorder(attribution)
+    return attribution
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """Before the first conftest is imported: from here on every recorded result is attributed or refused."""
+    _install_attribution(early_config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """At the very end: give the recorder back (an in-process pytester run nests inside another)."""
+    if config.stash.get(ATTRIBUTION_KEY, None) is not None:
+        _results.set_recorder(config.stash.get(_PREVIOUS_RECORDER_KEY, None))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "privleak: a privacy-leakage test (pytest-privleak)")
+    attribution = _install_attribution(config)
     try:
         config.stash[SETTINGS_KEY] = read_settings(config)
     except ValueError as exc:
@@ -73,8 +98,8 @@ def pytest_configure(config: pytest.Config) -> None:
         from .collector import WorkerRecorder
 
         # plugin_hosts pinned this worker's GPU already (by its index on its own host).
-        config.pluginmanager.register(WorkerRecorder(config, lambda: config.stash.get(DEVICE_KEY, None)),
-                                      "privleak-worker")
+        config.pluginmanager.register(WorkerRecorder(config, lambda: config.stash.get(DEVICE_KEY, None),
+                                                     attribution), "privleak-worker")
         return
     baseline = None
     if settings.baseline is not None:
@@ -88,7 +113,7 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(str(exc) + (f" (also written to {written})" if written else "")) from None
     from .collector import ResultCollector
 
-    config.pluginmanager.register(ResultCollector(config, settings, baseline), "privleak-collector")
+    config.pluginmanager.register(ResultCollector(config, settings, baseline, attribution), "privleak-collector")
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own CPU count answers
@@ -164,10 +189,14 @@ def ner_dataset(privleak_seed: int):
 
 @pytest.fixture(scope="session")
 def canary(privleak_seed: int):
-    """Factory: ``canary("pin", length=4, seed=...)`` builds a canary of canary-extraction-nlu App. A."""
+    """Factory: ``canary("pin", length=4, seed=...)`` builds a canary of canary-extraction-nlu App. A.
+
+    The same defaults as :func:`pytest_privleak.canaries.canary`: ``length`` 4 for a named pattern, the
+    pattern's own length for a built one (``string_pattern``, ``custom_pattern``), the secret's length for
+    an explicit ``secret=``; the seed is the run's unless given."""
     from .. import canaries
 
-    def make(pattern="pin", length: int = 4, seed: int | None = None, **kwargs):
+    def make(pattern="pin", length: int | None = None, seed: int | None = None, **kwargs):
         return canaries.canary(pattern, length, seed=privleak_seed if seed is None else seed, **kwargs)
 
     return make
@@ -234,16 +263,41 @@ def privleak_minilm(privleak_device: str):
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item):
-    sink = item.stash.setdefault(ITEM_RESULTS_KEY, [])
-    _results.set_sink(sink)
+def pytest_runtest_protocol(item: pytest.Item, nextitem):
+    """Around each test: results recorded meanwhile (any thread) belong to it or to one of its fixtures."""
+    attribution = item.config.stash.get(ATTRIBUTION_KEY, None)
+    if attribution is None:
+        return (yield)
+    attribution.start_item(item.nodeid)
     try:
         return (yield)
     finally:
-        _results.set_sink(None)
-        # On the item, so the call and teardown reports (and --junitxml) carry them.
-        for r in sink:
-            item.user_properties.extend(headline_properties(r))
+        attribution.end_item()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    """Around a fixture's setup: a module/class/package/session fixture's results get its own stable key."""
+    attribution = request.config.stash.get(ATTRIBUTION_KEY, None)
+    key = fixture_key(fixturedef, request) if attribution is not None else None
+    if key is None:
+        return (yield)
+    attribution.enter_fixture(key)
+    try:
+        return (yield)
+    finally:
+        attribution.leave_fixture(key)
+        # Finalizers run last-in first-out: this one runs before the fixture's own teardown, and
+        # pytest_fixture_post_finalizer (registered before the fixture ran) after it.
+        fixturedef.addfinalizer(lambda: attribution.enter_fixture(key))
+
+
+def pytest_fixture_post_finalizer(fixturedef, request) -> None:
+    """After a fixture's teardown: results no longer belong to it."""
+    attribution = request.config.stash.get(ATTRIBUTION_KEY, None)
+    key = fixture_key(fixturedef, request) if attribution is not None else None
+    if key is not None:
+        attribution.leave_fixture(key)
 
 
 def _is_privacy_test(item: pytest.Item) -> bool:
@@ -251,17 +305,37 @@ def _is_privacy_test(item: pytest.Item) -> bool:
             or not PRIVLEAK_FIXTURES.isdisjoint(getattr(item, "fixturenames", ())))
 
 
+def _encoded(results, declared: bool) -> list[dict]:
+    """Results as JSON-safe dicts, each saying whether it is a declared (expected) leak."""
+    from ..report.model import encode
+
+    out = []
+    for r in results:
+        data = encode(r.to_json())
+        if declared or _results.is_expected(r):
+            data["expected"] = True
+        out.append(data)
+    return out
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
-    if not _is_privacy_test(item):
+    attribution = item.config.stash.get(ATTRIBUTION_KEY, None)
+    taken = attribution.drain() if attribution is not None else {}
+    own = taken.pop(item.nodeid, [])
+    item.stash.setdefault(ITEM_RESULTS_KEY, []).extend(own)
+    for r in own:  # on the item, so later reports (and --junitxml) carry them too
+        item.user_properties.extend(headline_properties(r))
+        report.user_properties.extend(headline_properties(r))
+    if not (taken or _is_privacy_test(item)):
         return report
-    found = item.stash.get(ITEM_RESULTS_KEY, []) if call.when == "call" else []
+    # A test marked xfail that passed (xpass) declared its leaks as expected.
+    declared = report.passed and hasattr(report, "wasxfail")
     # A plain JSON-safe attribute (builtins only: execnet rejects numpy scalars), which xdist
     # serialises with the report to the controller; the collector decodes the figures.
-    from ..report.model import encode
-
-    report.privleak = {"results": [encode(r.to_json()) for r in found],
+    report.privleak = {"results": _encoded(own, declared),
+                       "fixtures": {key: _encoded(found, False) for key, found in taken.items()},
                        "device": item.config.stash.get(DEVICE_KEY, None),
                        "seed": item.config.stash[SETTINGS_KEY].seed}
     return report

@@ -23,7 +23,7 @@ floats as strings: execnet refuses numpy scalars); the recorder decodes them
 with :func:`report.model.decode_result`, the same way in every mode.
 
 A test marked xfail whose assertion failed is recorded with outcome
-``xfailed``; the report shows its leaks as "expected leak (xfail)".
+``xfailed``; the report shows its leaks as "expected leak".
 """
 from __future__ import annotations
 
@@ -38,13 +38,19 @@ from typing import Any
 import pytest
 
 from ..distribute.placement import HOST_KEY
-from ..report.model import decode_result, encode
-from ..results import LeakResult
+from ..report.model import decode_result, encode, figure
+from ..results import LeakResult, _fmt
 
 PAYLOAD_KEY = "privleak"
 #: Summary lines printed in bold red.
 _ALARMS = ("REGRESSION", "INVALID", "MISSING", "privleak baseline gate FAILED", "privleak baseline NOT saved",
            "worker", "privleak could", "privleak:")
+
+
+def _named(result: dict[str, Any]) -> str:
+    """``attack.metric [label]`` of a result dict."""
+    label = f" [{result['label']}]" if result.get("label") else ""
+    return f"{result['attack']}.{result['metric']}{label}"
 
 
 @dataclass
@@ -119,22 +125,42 @@ class Recorder:
         xfailed = report.skipped and hasattr(report, "wasxfail")  # pytest reports an xfail as skipped
         record.phases[report.when] = float(getattr(report, "duration", 0.0) or 0.0)
         record.duration = sum(record.phases.values())
+        if report.when == "setup":
+            record.results = []   # a test run again (a rerun plugin) starts over
         if report.when == "call":
             record.outcome = "xfailed" if xfailed else report.outcome
-            self.add_results(record, [decode_result(r) for r in meta.get("results", [])], replace=True)
         elif report.failed:
             record.outcome = "error"
         elif report.when == "setup" and report.skipped:
             record.outcome = "xfailed" if xfailed else "skipped"
+        self.append_results(record, [decode_result(r) for r in meta.get("results", [])])
+        for key, results in (meta.get("fixtures") or {}).items():
+            self.add_fixture_results(key, [decode_result(r) for r in results], report)
+
+    def append_results(self, record: TestRecord, results: list[dict[str, Any]]) -> None:
+        if results:
+            start = len(record.results)
+            record.results.extend(results)
+            self._on_new_results(record, start)
+
+    def add_fixture_results(self, key: str, results: list[dict[str, Any]], report: pytest.TestReport) -> None:
+        """Results of a wider-scoped fixture (key ``scope::name``), carried by the report of the phase it ran in."""
+        record = self.tests.setdefault(key, TestRecord(key))
+        record.worker = _worker_of(report) or record.worker
+        record.host = _host_of(report) or record.host
+        if report.failed:
+            record.outcome = "error"
+        self.append_results(record, results)
 
 
 class WorkerRecorder(Recorder):
     """On an xdist worker: records locally, then hands everything over in ``config.workeroutput``."""
 
-    def __init__(self, config: pytest.Config, device_of) -> None:
+    def __init__(self, config: pytest.Config, device_of, attribution=None) -> None:
         super().__init__()
         self.config = config
         self.device_of = device_of
+        self.attribution = attribution
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self) -> None:
@@ -143,18 +169,24 @@ class WorkerRecorder(Recorder):
         payload = {"worker": workerinput.get("workerid"), "device": self.device_of(),
                    "gpu": os.environ.get("PRIVLEAK_PINNED_GPU"), "host": workerinput.get(HOST_KEY),
                    "hostname": socket.gethostname(),
-                   "tests": [asdict(t) for t in self.tests.values()]}
+                   "tests": [asdict(t) for t in self.tests.values()],
+                   "unattributed": [{"result": r.to_json(), "where": where}
+                                    for r, where in (self.attribution.take_unattributed()
+                                                     if self.attribution is not None else [])]}
         self.config.workeroutput[PAYLOAD_KEY] = json.dumps(encode(payload), allow_nan=False)
 
 
 class ResultCollector(Recorder):
     """On the controller (or a run without xdist): merges, reports, gates, summarises."""
 
-    def __init__(self, config: pytest.Config, settings, baseline: dict | None = None) -> None:
+    def __init__(self, config: pytest.Config, settings, baseline: dict | None = None, attribution=None) -> None:
         super().__init__()
         self.config = config
         self.settings = settings
         self.baseline = baseline
+        self.attribution = attribution
+        #: results recorded outside any test or fixture: (result dict, where, worker), refused at the end
+        self.unattributed: list[tuple[dict[str, Any], str, str | None]] = []
         self.workers: dict[str, dict[str, Any]] = {}
         self.crashed_tests: dict[str, str] = {}
         self.report: dict[str, Any] | None = None
@@ -163,7 +195,9 @@ class ResultCollector(Recorder):
 
     @property
     def collected(self) -> list[CollectedResult]:
-        return [CollectedResult(t.nodeid, t.outcome, LeakResult.from_json(r), t.duration)
+        # A declared leak is shown as the test's outcome "xfailed" would show it: "expected leak".
+        return [CollectedResult(t.nodeid, "xfailed" if r.get("expected") else t.outcome, LeakResult.from_json(r),
+                                t.duration)
                 for t in sorted(self.tests.values(), key=lambda t: t.nodeid) for r in t.results]
 
     def _on_new_results(self, record: TestRecord, start: int) -> None:
@@ -196,6 +230,8 @@ class ResultCollector(Recorder):
             record.device = record.device or data.get("device")
             record.seed = data.get("seed") if record.seed is None else record.seed
             self.add_results(record, [decode_result(r) for r in data.get("results", [])], replace=False)
+        for data in payload.get("unattributed", []):
+            self.unattributed.append((decode_result(data["result"]), data.get("where", "outside any test"), worker))
         crashed = error is not None or not raw
         reason = None
         if crashed:
@@ -227,7 +263,11 @@ class ResultCollector(Recorder):
         and the run fails through its exit status.
         """
         settings = self.settings
-        if not (self.tests or settings.report_dir or settings.baseline or settings.save_baseline):
+        if self.attribution is not None:
+            self.unattributed += [(decode_result(encode(r.to_json())), where, None)
+                                  for r, where in self.attribution.take_unattributed()]
+        if not (self.tests or self.unattributed or settings.report_dir or settings.baseline
+                or settings.save_baseline):
             return
         try:
             report = self.build()
@@ -244,6 +284,8 @@ class ResultCollector(Recorder):
         Also what ``--privleak-merge-reports`` runs on the merged report, so a merge is gated as a run is.
         """
         status = self._gate(report)
+        undeclared = self._undeclared(report)
+        status = status or undeclared
         decided = copy.deepcopy(report["baseline"])
         try:
             self.config.hook.pytest_privleak_report(config=self.config, report=report)
@@ -258,6 +300,26 @@ class ResultCollector(Recorder):
         if status is None and self.errors:
             status = pytest.ExitCode.TESTS_FAILED
         return status
+
+    def _undeclared(self, report: dict[str, Any]) -> pytest.ExitCode | None:
+        """Swallowed leaks and results nobody owns fail the run, one line each naming the test and the result."""
+        from ..report.model import swallowed_leaks
+
+        lines = []
+        for test, result in swallowed_leaks(report):
+            lines.append(f"privleak: swallowed leak: {test['nodeid']} {_named(result)} = "
+                         f"{_fmt(figure(result['value']))} violates its limit "
+                         f"({_fmt(figure(result.get('threshold')))}), yet the test {test['outcome']}; let the "
+                         "assertion fail, or declare the leak with `with pytest_privleak.expect_leak():` "
+                         "(or @pytest.mark.xfail)")
+        for result, where, worker in self.unattributed:
+            on = f" on worker {worker}" if worker else ""
+            lines.append(f"privleak: result recorded outside any test or fixture ({where}{on}): {_named(result)} "
+                         f"= {_fmt(figure(result['value']))}; it cannot be attributed, shown or gated; record it "
+                         "inside a test or a fixture (not at import or collection time, nor from a thread that "
+                         "outlives its test)")
+        self.errors += lines
+        return pytest.ExitCode.TESTS_FAILED if lines else None
 
     @staticmethod
     def _set_exit(session: pytest.Session, status: pytest.ExitCode | None) -> None:

@@ -21,10 +21,14 @@ names are free strings: a new attack or metric needs no schema change.
 spec names it (``localhost`` for ``-n N``, null without xdist); a worker's
 ``hostname`` is what that machine calls itself (null when it died).
 
-A test's ``outcome`` is passed, failed, skipped, xfailed, error or crashed.
-``failed`` and ``leaking`` leave out failing results of tests marked xfail: those
-are counted in ``expected_leaks`` / ``expected_leaking`` and shown as
-"expected leak (xfail)".
+A test's ``outcome`` is passed, failed, skipped, xfailed, error or crashed; an
+entry may also be a wider-scoped fixture (``<scope node id>::<fixture>``) whose
+results it recorded while setting up or tearing down. A result recorded inside
+``expect_leak`` carries ``"expected": true``. ``failed`` and ``leaking`` leave out
+declared failing results (xfail tests, ``expected``): those are counted in
+``expected_leaks`` / ``expected_leaking`` and shown as "expected leak". An
+undeclared failing result of a passed or skipped test is a swallowed leak
+(:func:`swallowed_leaks`), which fails the run.
 
 Non-finite floats (an infinite exposure, say) are written as the strings
 ``"Infinity"``, ``"-Infinity"``, ``"NaN"`` so the file is strict JSON.
@@ -41,8 +45,12 @@ SCHEMA_VERSION = 1
 _NONFINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
 # LeakResult fields that hold figures (numbers or None), decoded back to floats on load.
 FIGURE_FIELDS = ("value", "threshold", "confidence", "chance", "ceiling", "tolerance")
-#: How a failing result of an xfail test is shown: visible, but not counted in the LEAK banner.
-EXPECTED_LEAK = "expected leak (xfail)"
+#: How a declared failing result (a test marked xfail, or recorded inside ``expect_leak``) is shown:
+#: visible, but not counted in the LEAK banner.
+EXPECTED_LEAK = "expected leak"
+#: Outcomes of a test that did not fail although it may hold a failing result: such a result, undeclared,
+#: is a swallowed leak (the test caught the error, or skipped after it), which fails the run.
+QUIET_OUTCOMES = ("passed", "skipped")
 
 
 class ReportFileError(ValueError):
@@ -132,8 +140,15 @@ def worker_name(worker: dict[str, Any]) -> str:
 
 
 def is_expected_leak(outcome: str, result: dict[str, Any]) -> bool:
-    """A failing result of a test marked xfail: a leak the team knows about, not counted as a LEAK."""
-    return outcome == "xfailed" and result.get("verdict") == "FAIL"
+    """A declared failing result (its test marked xfail, or recorded inside ``expect_leak``): not a LEAK."""
+    return result.get("verdict") == "FAIL" and (outcome == "xfailed" or bool(result.get("expected")))
+
+
+def swallowed_leaks(report: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(test, result) of each undeclared failing result whose test (or fixture) did not fail."""
+    return [(t, r) for t in report.get("tests", []) for r in t.get("results", [])
+            if t.get("outcome") in QUIET_OUTCOMES and r.get("verdict") == "FAIL"
+            and not is_expected_leak(t["outcome"], r)]
 
 
 def shown_verdict(outcome: str, result: dict[str, Any]) -> str:
