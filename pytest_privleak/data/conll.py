@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .bio import BIOError, validate_bio
 from .loaders import SPLIT_ALIASES
-from .textfile import TEXT_FORBIDDEN, DataFormatError, decode_utf8, split_lines
+from .textfile import TEXT_FORBIDDEN, DataFormatError, check_column_line, decode_utf8, split_lines
 from .types import NLUDataset, Utterance
 
 NER_INTENT = "ner"
@@ -80,6 +80,7 @@ def load_conll_split(path: Path | str, *, scheme: str = "bio", tag_column: int =
             continue
         if columns[0] == "-DOCSTART-":
             continue
+        check_column_line(path, number, line, tag_column)
         if len(columns) < 2:
             raise DataFormatError(path, number, f"one column ({line.strip()!r}) where a token and a tag are needed",
                                   "write 'token ... tag' separated by spaces or tabs, one token per line")

@@ -105,3 +105,60 @@ def read_lines(path: Path | str, forbidden: re.Pattern = TEXT_FORBIDDEN) -> list
     if not lines:
         raise DataFormatError(path, None, "file is empty", "put one utterance per line, or remove the split")
     return lines
+
+
+#: Whitespace that ``str.split()`` splits on besides space and tab (and the line breaks refused above):
+#: inside a column file it would cut a token in two, and the last column (the tag) would still read well.
+ODD_WHITESPACE = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def text_problem(text: str, *, label: bool) -> tuple[str, str] | None:
+    """``(problem, fix)`` for a token or label that cannot be used as it reads, or None.
+
+    A lone surrogate (from a broken ``\\uD800`` escape in JSON) cannot be
+    written back as UTF-8: the dataset would load and the report or cache
+    would fail later.  In a label (a tag or an intent) an invisible format
+    character (zero-width space, joiner, soft hyphen: Unicode category Cf)
+    makes ``B-PER\\u200b`` a class of its own that prints like ``B-PER``.
+    """
+    bad = _SURROGATE.search(text)
+    if bad:
+        return (f"holds a lone surrogate {describe_char(bad.group())} at character {bad.start() + 1} (half of a "
+                "UTF-16 pair, e.g. from a broken \\ud83d escape)",
+                "write the character itself in UTF-8 (or both halves of its \\uXXXX\\uXXXX escape), or delete it")
+    if label:
+        for i, char in enumerate(text):
+            if unicodedata.category(char) == "Cf":
+                return (f"holds the invisible format character {describe_char(char)} at character {i + 1}, so the "
+                        "label differs from the one it prints as",
+                        "delete the character (labels are plain names such as B-PER or PlayMusic)")
+    return None
+
+
+def check_text(path: Path | str, line: int, text: str, what: str, *, label: bool) -> None:
+    """Raise :class:`DataFormatError` at ``path:line`` when :func:`text_problem` finds one in ``text``."""
+    found = text_problem(text, label=label)
+    if found:
+        raise DataFormatError(path, line, f"{what} ({text!r}) {found[0]}", found[1])
+
+
+def check_column_line(path: Path | str, line: int, text: str, tag_column: int = -1) -> None:
+    """The checks of one non-blank line of a column (CoNLL) file beyond the line-level ones of :func:`split_lines`.
+
+    Columns are separated by spaces or tabs only: a no-break space (U+00A0)
+    or another Unicode space inside a token is refused instead of silently
+    splitting it (the first half kept as the token, the rest read as columns).
+    The tag column must be a plain label (:func:`text_problem`).
+    """
+    odd = ODD_WHITESPACE.search(text)
+    if odd:
+        raise DataFormatError(path, line, f"{describe_char(odd.group())} at column {odd.start() + 1}: it would split "
+                              "the token in two (only spaces and tabs separate columns here)",
+                              "replace it with a plain space if it separates columns; inside a token, delete it or "
+                              "write the token without it (e.g. '_' or '-' in its place)")
+    columns = text.split()
+    tag_index = tag_column if tag_column >= 0 else len(columns) + tag_column
+    for number, column in enumerate(columns):
+        is_tag = number == tag_index
+        check_text(path, line, column, "the tag" if is_tag else f"column {number + 1}", label=is_tag)
