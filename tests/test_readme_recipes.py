@@ -47,13 +47,18 @@ def test_the_ldp_encoder_recipe_fails_when_the_claim_is_too_small(pytester):
 def test_the_transformers_recipe_runs_with_your_own_loop_and_caches_it(pytester):
     """The recipe's folders hold a tiny BERT config and a word-level tokenizer; its loop body is ``...``."""
     pytest.importorskip("transformers")
-    from helpers_transformers import bert_config, dataset_words, word_tokenizer
+    from helpers_transformers import bert_config, dataset_words
     from pytest_privleak.data.synthetic import generate_snips_like
 
+    from transformers import BertTokenizerFast
+
     data = generate_snips_like(seed=0)
-    tokenizer = word_tokenizer(dataset_words(data, extra=[str(d) for d in range(10)]))
+    pieces = [f"{n:02d}" for n in range(100)] + [f"##{n:02d}" for n in range(100)]   # "4821" -> 48 ##21
+    vocab = list(dict.fromkeys(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *dataset_words(data, ["my", "pin", "is"]),
+                                *pieces]))
+    tokenizer = BertTokenizerFast(vocab={t: i for i, t in enumerate(vocab)}, do_lower_case=True)
     tokenizer.save_pretrained(pytester.path / "models" / "intent-tokenizer")
-    bert_config(len(tokenizer), sorted({u.intent for u in data.train})).save_pretrained(
+    bert_config(len(tokenizer), sorted({u.intent for u in data.train} | {"PinIntent"})).save_pretrained(
         pytester.path / "models" / "intent-config")
     pytester.makepyfile(test_recipe=recipe("from_transformers"))
     first = pytester.runpytest_subprocess("-p", "no:cacheprovider")
