@@ -26,7 +26,7 @@ import json
 from pathlib import Path
 
 from .bio import BIOError, validate_bio
-from .textfile import JSONL_FORBIDDEN, TEXT_FORBIDDEN, DataFormatError, character_problem, read_lines
+from .textfile import JSONL_FORBIDDEN, TEXT_FORBIDDEN, DataFormatError, character_problem, check_text, read_lines
 from .types import NLUDataset, Utterance, token_problem
 
 __all__ = ["DataFormatError", "load_jsonl", "load_jsonl_split", "load_three_file", "load_three_file_split"]
@@ -36,6 +36,8 @@ SPLIT_ALIASES = {"train": "train", "valid": "valid", "dev": "valid", "test": "te
 
 
 def _check_tags(path: Path, line: int, tokens: list[str], tags: list[str], tokens_from: str) -> None:
+    for i, tag in enumerate(tags):
+        check_text(path, line, tag, f"tag {i + 1}", label=True)
     if len(tokens) != len(tags):
         raise DataFormatError(
             path, line, f"{len(tokens)} tokens in {tokens_from} but {len(tags)} tags",
@@ -72,6 +74,7 @@ def load_three_file_split(directory: Path | str) -> tuple[Utterance, ...]:
         if len(intent.split()) != 1:
             raise DataFormatError(paths[2], i, f"intent {intent!r} contains whitespace",
                                   "use one token per intent label")
+        check_text(paths[2], i, intent, "the intent", label=True)
         utterances.append(Utterance(tuple(tokens), tuple(tags), intent))
     return tuple(utterances)
 
@@ -119,6 +122,8 @@ def _field(path: Path, line: int, obj: dict, key: str) -> list[str]:
         if bad:
             where = f"at character {bad.start() + 1} of {key!r}"
             raise DataFormatError(path, line, *character_problem(bad.group(), where))
+        for i, item in enumerate(value.split()):
+            check_text(path, line, item, f"{key!r} word {i + 1}", label=key == "tags")
         return value.split()
     if not isinstance(value, list):
         raise DataFormatError(path, line, f"{key!r} is {type(value).__name__}",
@@ -130,6 +135,7 @@ def _field(path: Path, line: int, obj: dict, key: str) -> list[str]:
                         if isinstance(item, str) and item.strip() and any(c.isspace() for c in item) else
                         f"make every entry of {key!r} a non-empty string without whitespace or control characters")
             raise DataFormatError(path, line, f"{key!r}[{i}] ({item!r}) {problem}", split_it)
+        check_text(path, line, item, f"{key!r}[{i}]", label=key == "tags")
     return value
 
 
@@ -139,7 +145,30 @@ def _intent(path: Path, line: int, obj: dict) -> str:
     if problem:
         raise DataFormatError(path, line, f"'intent' ({intent!r}) {problem}",
                               "give the intent as one non-empty string without spaces, e.g. \"PlayMusic\"")
+    check_text(path, line, intent.strip(), "'intent'", label=True)
     return intent.strip()
+
+
+def _json_object(path: Path, line: int, text: str):
+    """``json.loads(text)`` with every failure a :class:`DataFormatError` at ``path:line``.
+
+    Besides malformed JSON: nesting deeper than Python's recursion limit
+    (a bare ``RecursionError`` before) and an integer over Python's
+    4300-digit conversion limit (a ``ValueError`` naming no file before).
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataFormatError(path, line, f"invalid JSON ({exc.msg} at column {exc.colno})",
+                              "write one complete JSON object per line") from None
+    except RecursionError:
+        depth = max(text.count("["), text.count("{"))
+        raise DataFormatError(path, line, f"JSON nested too deeply to read (up to {depth:,} levels of brackets)",
+                              f"write a flat record: {_JSONL_SHAPE}") from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits (int_max_str_digits)
+        raise DataFormatError(path, line, f"a JSON value Python cannot convert ({exc})",
+                              "write numbers of ordinary size, or quote the value as a string; a record needs "
+                              f"only {_JSONL_SHAPE}") from None
 
 
 def _parse_jsonl(path: Path) -> list[tuple[int, dict, Utterance]]:
@@ -147,11 +176,7 @@ def _parse_jsonl(path: Path) -> list[tuple[int, dict, Utterance]]:
     for i, line in enumerate(read_lines(path, JSONL_FORBIDDEN), start=1):
         if not line.strip():
             raise DataFormatError(path, i, "line is blank", "remove blank lines between records")
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataFormatError(path, i, f"invalid JSON ({exc.msg} at column {exc.colno})",
-                                  "write one complete JSON object per line") from None
+        obj = _json_object(path, i, line)
         if not isinstance(obj, dict):
             raise DataFormatError(path, i, f"a JSON {type(obj).__name__} instead of an object",
                                   f"write one object per line: {_JSONL_SHAPE}")
