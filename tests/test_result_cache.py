@@ -12,14 +12,15 @@ from helpers_models import QuadraticModel
 from helpers_result_cache import active_result_cache, drop_cache_line, leak_message, without_cache_line
 from pytest_privleak.cache import results as rc
 from pytest_privleak.attacks.cea_assertion import assert_cea_accuracy_at_most, measure_cea
-from pytest_privleak.attacks.exposure_assertion import (assert_d_exposure_below, assert_exposure_below,
-                                                         measure_exposure)
+from pytest_privleak.attacks.d_exposure_assertion import assert_d_exposure_below
+from pytest_privleak.attacks.exposure_assertion import assert_exposure_below, measure_exposure
 from pytest_privleak.attacks.membership_assertion import assert_membership_auc_at_most
 from pytest_privleak.canaries import DIGITS, canary
 from pytest_privleak.data.types import Utterance
 from pytest_privleak.ldp import OME, SUE
 from pytest_privleak.ldp.assertion import assert_ldp_holds, measure_ldp
-from pytest_privleak.results import LeakResult, PrivacyLeakError
+from pytest_privleak.results import LeakResult
+from pytest_privleak import expect_leak
 
 VOCAB = ("my", "pin", "code", "is") + DIGITS
 PIN = canary("pin", secret="7 0 3 9")
@@ -233,7 +234,7 @@ def test_exposure_loaded_equals_recomputed_and_the_limit_is_applied_afresh(cache
     calls = scorer.calls
     passed = assert_exposure_below(scorer, EPIN, 20.0)          # loaded: no scoring, its own limit
     assert scorer.calls == calls and passed.threshold == 20.0 and passed.verdict == "pass"
-    with pytest.raises(PrivacyLeakError):
+    with expect_leak():
         assert_exposure_below(scorer, EPIN, 1.0)
     assert without_cache_line(passed) == dataclasses.replace(first, threshold=20.0).to_json()
 

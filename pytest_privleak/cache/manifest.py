@@ -21,6 +21,7 @@ import hashlib
 import hmac
 import json
 import os
+import warnings
 from pathlib import Path
 
 MANIFEST = "meta.json"
@@ -54,6 +55,37 @@ def hmac_secret() -> bytes | None:
     """The secret in :data:`HMAC_KEY_ENV` that signs cache entries (targets and attack results), or None."""
     value = os.environ.get(HMAC_KEY_ENV, "")
     return value.encode("utf-8") if value else None
+
+
+#: How a team sets the key, quoted by every message about unsigned entries.
+SET_KEY_FIX = (f"set {HMAC_KEY_ENV} to a secret kept outside the cache (e.g. `export {HMAC_KEY_ENV}=$(openssl rand "
+               f"-hex 32)` locally; in CI from a repository secret: `env: {HMAC_KEY_ENV}: "
+               f"${{{{ secrets.{HMAC_KEY_ENV} }}}}`), then rerun once to re-sign the entries")
+
+
+class UnsignedCacheWarning(UserWarning):
+    """Cache entries were loaded without an HMAC key: whoever can write the cache can replace them unseen."""
+
+
+_warned_unsigned = False
+
+
+def warn_unsigned(what: str) -> bool:
+    """Warn once per process that ``what`` (a loaded cache entry) is unsigned; True when a warning was given.
+
+    Without :data:`HMAC_KEY_ENV` the digests in a manifest catch damage, not a
+    writer who recomputes them (zeroed weights load silently), so a run that
+    trusts such entries says so once, with the fix (issue 23 item 5).
+    """
+    global _warned_unsigned
+    if _warned_unsigned or hmac_secret() is not None:
+        return False
+    _warned_unsigned = True
+    warnings.warn(UnsignedCacheWarning(
+        f"{what} was loaded from a cache whose entries are unsigned ({HMAC_KEY_ENV} is not set): anyone who can "
+        "write the cache folder can replace a trained target or a result and recompute its digests, and it loads "
+        f"as genuine; fix: {SET_KEY_FIX}"), stacklevel=3)
+    return True
 
 
 def signature(key: str, files: dict[str, str], secret: bytes) -> str:

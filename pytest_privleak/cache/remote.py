@@ -41,8 +41,8 @@ from ..progress import events as progress
 from ..atomic import publish_dir_atomic
 from .targets import CacheDirError, CacheEntryWarning, TargetCache, _host_tag
 from .lease import DEFAULT_LEASE_TTL, Lease, put_atomic, read_bytes
-from .lock import DEFAULT_LOCK_TIMEOUT, DEFAULT_MESSAGE_EVERY, check_seconds
-from .manifest import MANIFEST, CacheEntryError, entry_problems, read_manifest
+from .lock import CONFIGURED, DEFAULT_MESSAGE_EVERY, check_seconds, configured_lock_timeout
+from .manifest import MANIFEST, CacheEntryError, entry_problems, read_manifest, warn_unsigned
 from .url import OPTION, check_url, default_mirror_dir
 
 __all__ = ["MARKER", "RemoteTargetCache"]
@@ -84,7 +84,7 @@ class RemoteTargetCache:
 
     def __init__(self, url: str, *, mirror_dir: str | os.PathLike | None = None, host: str | None = None,
                  lease_ttl: float = DEFAULT_LEASE_TTL, lease_poll: float = 0.5,
-                 lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT, lock_message_every: float = DEFAULT_MESSAGE_EVERY,
+                 lock_timeout: float | None = CONFIGURED, lock_message_every: float = DEFAULT_MESSAGE_EVERY,
                  on_mismatch: str = "retrain", storage_options: dict | None = None) -> None:
         if not isinstance(url, str):
             raise TypeError(f"RemoteTargetCache(url={url!r}): url must be a str such as 's3://bucket/prefix'")
@@ -195,12 +195,14 @@ class RemoteTargetCache:
         with self.local._locked(key):
             found = self._load_mirrored(key, load)
             if found is not None:
+                warn_unsigned(f"cache entry {key[:16]} (mirror of {self.url})")
                 return found[0], True
             found, refused = self._fetch(key, load)
             if found is not None:
+                warn_unsigned(f"cache entry {key[:16]} (downloaded from {self.url})")
                 return found[0], True
             lease = Lease(self.fs, self._remote(f"{key}.lease.json"), host=self.host, ttl=self.lease_ttl,
-                          poll=self.lease_poll, timeout=self.local.lock_timeout,
+                          poll=self.lease_poll, timeout=configured_lock_timeout(self.local.lock_timeout),
                           message_every=self.local.lock_message_every, what=f"cache entry {key[:16]}",
                           where=self.url)
             with contextlib.ExitStack() as stack:
@@ -210,6 +212,7 @@ class RemoteTargetCache:
                 if marker is not None and marker != refused:   # published while we waited
                     found, refused = self._fetch(key, load)
                     if found is not None:
+                        warn_unsigned(f"cache entry {key[:16]} (downloaded from {self.url})")
                         return found[0], True
                 self.local.clean_stale_staging()
                 obj = build()

@@ -48,7 +48,13 @@ with a :class:`ResultCacheWarning` (and a ``[privleak]`` line on stderr)
 naming the file and what was wrong; ``on_mismatch="error"`` raises
 :class:`ResultCacheError` instead. The digest guards against damage and hand
 edits, not against someone who can write the cache folder and recompute it
-(they could as well replace the trained weights).
+(they could as well replace the trained weights): only the HMAC of
+:data:`~pytest_privleak.cache.manifest.HMAC_KEY_ENV` does. Without it a run
+that loads an entry warns once (:func:`~pytest_privleak.cache.manifest.warn_unsigned`),
+and with a URL cache (shared: every job that reaches it writes it) result
+entries are not trusted at all: every attack is recomputed and nothing is
+stored, with one line saying why and how to set the key
+(:func:`untrusted_reason`, issue 21 item 7).
 
 ``--privleak-rerun`` recomputes every result and overwrites its entry. Outside
 a pytest run with the plugin (no active cache) nothing is cached.
@@ -70,12 +76,13 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import write_text_atomic
-from .manifest import HMAC_KEY_ENV, hmac_secret, signature
+from .manifest import HMAC_KEY_ENV, SET_KEY_FIX, hmac_secret, signature, warn_unsigned
+from .url import is_url
 from ..results import LeakResult
 
 __all__ = ["CONTENT_HASH_ATTR", "FORMAT", "LOADED_EVIDENCE", "ResultCache", "ResultCacheError",
            "ResultCacheWarning", "activate", "active", "cached_results", "code_fingerprint", "mark_content_hash",
-           "mechanism_identity", "model_hash", "result_key"]
+           "mechanism_identity", "model_hash", "result_key", "untrusted_reason"]
 
 #: Attribute naming a model's content hash (a 64-hex SHA-256); only such models have cached results.
 CONTENT_HASH_ATTR = "privleak_content_hash"
@@ -265,20 +272,40 @@ def _decoded(data: dict) -> LeakResult:
     return LeakResult.from_json(decode_result(data))
 
 
+def untrusted_reason(location: Any) -> str | None:
+    """Why the result entries of the cache at ``location`` are not trusted, or None (trusted).
+
+    A URL cache (``s3://``, ``sftp://``, ...) is written by every job that can
+    reach it; without :data:`HMAC_KEY_ENV` any of them could forge a result
+    (a leaking model's exposure edited to 0.5 bits, its digest recomputed), so
+    its results are recomputed. A local folder stays trusted (with a warning
+    once per run when unsigned): only those who can write it can forge.
+    """
+    if hmac_secret() is not None or not (isinstance(location, str) and is_url(location.strip())):
+        return None
+    return (f"result cache not trusted: the cache is the shared URL {location} and {HMAC_KEY_ENV} is not set, so "
+            f"any job that can write it could forge a result entry; every attack is recomputed and no result is "
+            f"stored. Fix: {SET_KEY_FIX}")
+
+
 class ResultCache:
     """Folder of measured results keyed by :func:`result_key`; see the module docstring.
 
     ``on_mismatch``: ``"recompute"`` (warn, delete the entry, rerun the
-    attack) or ``"error"`` (raise :class:`ResultCacheError`).
+    attack) or ``"error"`` (raise :class:`ResultCacheError`). ``untrusted``:
+    the reason its entries are not trusted (:func:`untrusted_reason`): then
+    nothing is loaded or stored.
     """
 
-    def __init__(self, root: str | os.PathLike, *, rerun: bool = False, on_mismatch: str = "recompute") -> None:
+    def __init__(self, root: str | os.PathLike, *, rerun: bool = False, on_mismatch: str = "recompute",
+                 untrusted: str | None = None) -> None:
         if on_mismatch not in ("recompute", "error"):
             raise ValueError(f"ResultCache(on_mismatch={on_mismatch!r}) must be 'recompute' (warn, delete and "
                              "rerun the attack) or 'error' (raise ResultCacheError)")
         self.root = Path(root)
         self.rerun = bool(rerun)
         self.on_mismatch = on_mismatch
+        self.untrusted = untrusted
         self.loaded: list[str] = []
         self.stored: list[str] = []
 
@@ -322,7 +349,7 @@ class ResultCache:
     def load(self, key: str) -> list[LeakResult] | None:
         """The verified results of ``key``, or None (absent, ``rerun``, or refused and deleted)."""
         path = self.path(key)
-        if self.rerun or not path.is_file():
+        if self.rerun or self.untrusted or not path.is_file():
             return None
         try:
             entry = json.loads(path.read_text(encoding="utf-8"))
@@ -334,6 +361,7 @@ class ResultCache:
             self._refuse(path, problems)
             return None
         self.loaded.append(key)
+        warn_unsigned(f"result cache entry {path}")
         when = entry.get("created", "?")
         note = (f"loaded from the result cache (key {key[:16]}, computed {when} by pytest-privleak "
                 f"{entry.get('package', '?')}); --privleak-rerun recomputes it")
@@ -351,6 +379,8 @@ class ResultCache:
         for r in results:
             if r.threshold is not None:
                 raise ValueError(f"{r.name}: only measured results (threshold=None) are cached")
+        if self.untrusted:  # an entry no later run would trust is not written
+            return [_decoded(e) for e in encoded]
         text = _canonical_results(encoded)
         fingerprint = code_fingerprint()
         entry = {"format": FORMAT, "key": key, "attack": attack,

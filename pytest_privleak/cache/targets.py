@@ -49,9 +49,9 @@ from typing import Any, Callable, TypeVar
 
 from ..progress import events as progress
 from ..atomic import publish_dir_atomic, write_text_atomic
-from .lock import (DEFAULT_LOCK_TIMEOUT, DEFAULT_MESSAGE_EVERY, CacheLockTimeout, check_seconds, hold_lock,
+from .lock import (CONFIGURED, DEFAULT_LOCK_TIMEOUT, DEFAULT_MESSAGE_EVERY, CacheLockTimeout, check_seconds, hold_lock,
                          pid_alive)
-from .manifest import MANIFEST, CacheEntryError, build_manifest, entry_problems
+from .manifest import MANIFEST, CacheEntryError, build_manifest, entry_problems, warn_unsigned
 
 __all__ = ["CacheDirError", "CacheEntryError", "CacheEntryWarning", "CacheLockTimeout", "DEFAULT_CACHE_DIR",
            "TargetCache", "content_hash"]
@@ -149,7 +149,7 @@ class TargetCache:
     """Folder of trained targets keyed by content hash; see the module docstring.
 
     ``lock_timeout``: seconds to wait for another process's lock on an entry
-    (None: no limit); ``lock_message_every``: seconds between "still waiting"
+    (None: no limit; default: the run's ``--privleak-lock-timeout``, else 30 minutes); ``lock_message_every``: seconds between "still waiting"
     lines; ``on_mismatch``: ``"retrain"`` (warn, discard, rebuild) or
     ``"error"`` (raise :class:`CacheEntryError`) for an entry that is not what
     was built for its key; ``staging_max_age``: seconds after which a staging
@@ -161,7 +161,7 @@ class TargetCache:
     """
 
     def __init__(self, root: str | os.PathLike = DEFAULT_CACHE_DIR, *,
-                 lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT, lock_message_every: float = DEFAULT_MESSAGE_EVERY,
+                 lock_timeout: float | None = CONFIGURED, lock_message_every: float = DEFAULT_MESSAGE_EVERY,
                  on_mismatch: str = "retrain", staging_max_age: float = DEFAULT_STAGING_MAX_AGE) -> None:
         if not isinstance(root, (str, os.PathLike)) or not str(root):
             raise TypeError(f"TargetCache(root={root!r}): root must be a non-empty folder path (str or Path)")
@@ -169,7 +169,8 @@ class TargetCache:
             raise ValueError(f"TargetCache(on_mismatch={on_mismatch!r}) must be 'retrain' (warn, discard and "
                              "retrain) or 'error' (raise CacheEntryError)")
         self.root = Path(root)
-        self.lock_timeout = check_seconds("TargetCache(lock_timeout)", lock_timeout, allow_none=True)
+        self.lock_timeout = lock_timeout if lock_timeout is CONFIGURED else check_seconds(
+            "TargetCache(lock_timeout)", lock_timeout, allow_none=True)
         self.lock_message_every = check_seconds("TargetCache(lock_message_every)", lock_message_every,
                                                 allow_none=False)
         self.staging_max_age = check_seconds("TargetCache(staging_max_age)", staging_max_age, allow_none=False)
@@ -222,7 +223,9 @@ class TargetCache:
                     problems = self.problems(key)
                     if problems:
                         raise CacheEntryError("; ".join(problems))
-                    return load(folder), True
+                    loaded = load(folder)
+                    warn_unsigned(f"cache entry {folder}")
+                    return loaded, True
                 except CacheEntryError as exc:
                     self._discard(folder, exc)
             self.clean_stale_staging()
@@ -241,7 +244,9 @@ class TargetCache:
             problems = self.problems(key)
             if problems:
                 raise CacheEntryError("; ".join(problems))
-            return load(folder)
+            loaded = load(folder)
+            warn_unsigned(f"cache entry {folder}")
+            return loaded
         except CacheEntryError as exc:
             reason = denied.strerror or errno.errorcode.get(denied.errno, "permission denied")
             raise CacheEntryError(

@@ -104,7 +104,20 @@ def cache_location(value: object, *, root: str | os.PathLike | None = None, opti
     path = Path(text)
     if not path.is_absolute() and root is not None:
         path = Path(root) / path
+    _check_folder(path, text, option)
     return path
+
+
+def _check_folder(path: Path, text: str, option: str) -> None:
+    """Refuse a cache folder that is, or lies under, an existing file: every test would fail creating it."""
+    for place in (path, *path.parents):
+        if place.exists() or place.is_symlink():
+            if place.is_dir():
+                return
+            what = "is a file" if place == path else f"lies under {place}, which is a file"
+            raise CacheURLError(f"{option}: {text!r} names the cache folder {path}, but it {what}, not a folder. "
+                                "Fix: give a folder (created when missing), e.g. .privleak-cache, or move that file "
+                                "away")
 
 
 def default_mirror_dir(url: str) -> Path:

@@ -36,6 +36,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="rerun every attack instead of loading its result from the result cache "
                          "(results are cached by the content hash of model, canary, attack config, seed and "
                          "code; the fresh results replace the cached ones)")
+    group.addoption("--privleak-lock-timeout", dest="privleak_lock_timeout", metavar="SECONDS", default=None,
+                    help="give up after SECONDS waiting for another process's lock on a cache entry (a worker "
+                         "training the same target), or 'none' to wait without limit; default 1800, or the ini "
+                         "privleak_lock_timeout. A holder on this host that is stopped (kill -STOP) is reported "
+                         "at once, with its PID")
+    parser.addini("privleak_lock_timeout", default=None,
+                  help="seconds to wait for another process's cache-entry lock ('none': no limit; default 1800); "
+                       "--privleak-lock-timeout overrides it")
     group.addoption("--privleak-group", dest="privleak_group", choices=("auto", "off"), default="auto",
                     help="under xdist, run the tests that share a model's fixtures on one worker "
                          "(--dist loadgroup with automatic xdist_group markers; default auto), or off")
@@ -76,12 +84,30 @@ def pytest_configure(config: pytest.Config) -> None:
 
         config.stash[_GROUPS_DIR_KEY] = Path(tempfile.mkdtemp(prefix="privleak-groups-"))
     _use_recorded_durations(config, controller)
+    _configure_lock_timeout(config)
     if settings is None or controller:  # an xdist controller runs no attack
         return
     cache = result_cache.ResultCache(result_cache_root(settings.cache_dir),
-                                     rerun=bool(config.getoption("privleak_rerun", False)))
+                                     rerun=bool(config.getoption("privleak_rerun", False)),
+                                     untrusted=result_cache.untrusted_reason(settings.cache_dir))
     config.stash[_CACHE_KEY] = cache
     config.stash[_PREVIOUS_KEY] = result_cache.activate(cache)
+
+
+def _configure_lock_timeout(config: pytest.Config) -> None:
+    """The run's cache-lock wait: ``--privleak-lock-timeout``, else the ini ``privleak_lock_timeout``, else 30 min."""
+    from ..cache import lock
+
+    value, source = config.getoption("privleak_lock_timeout", None), lock.LOCK_TIMEOUT_OPTION
+    if value is None:
+        value, source = config.getini("privleak_lock_timeout"), "ini privleak_lock_timeout"
+    if value is None or value == "" or value == []:
+        return
+    try:
+        seconds = lock.parse_lock_timeout(value, source=source)
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[_LOCK_PREVIOUS_KEY] = lock.configure_lock_timeout(seconds)
 
 
 def _use_recorded_durations(config: pytest.Config, controller: bool) -> None:
@@ -117,6 +143,7 @@ def pytest_testnodedown(node, error) -> None:
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     """One line: how many attack results were loaded from the result cache and how many computed and stored."""
+    _say_untrusted(terminalreporter, config)
     cache = config.stash.get(_CACHE_KEY, None)
     total = config.stash.get(_TOTALS_KEY, None) or (
         {"loaded": len(cache.loaded), "stored": len(cache.stored)} if cache is not None else None)
@@ -127,7 +154,23 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
                "; --privleak-rerun recomputes them" if total["loaded"] else ""))
 
 
+def _say_untrusted(terminalreporter, config: pytest.Config) -> None:
+    """One line when the result cache is not trusted (a URL cache without the HMAC key, issue 21 item 7)."""
+    from ..cache.results import untrusted_reason
+    from . import SETTINGS_KEY
+
+    settings = config.stash.get(SETTINGS_KEY, None)
+    reason = untrusted_reason(settings.cache_dir) if settings is not None else None
+    if reason and not hasattr(config, "workerinput"):
+        terminalreporter.write_line(f"privleak {reason}")
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if _LOCK_PREVIOUS_KEY in config.stash:
+        from ..cache import lock
+
+        lock.configure_lock_timeout(config.stash[_LOCK_PREVIOUS_KEY])
+        del config.stash[_LOCK_PREVIOUS_KEY]
     folder = config.stash.get(_GROUPS_DIR_KEY, None)
     if folder is not None:
         import shutil
@@ -146,6 +189,7 @@ _TOTALS_KEY = pytest.StashKey[dict]()
 _GROUPS_DIR_KEY = pytest.StashKey[object]()
 _CACHE_KEY = pytest.StashKey[object]()
 _PREVIOUS_KEY = pytest.StashKey[object]()
+_LOCK_PREVIOUS_KEY = pytest.StashKey[object]()
 
 
 def group_name(item: pytest.Item) -> str | None:
