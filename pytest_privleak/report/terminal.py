@@ -6,6 +6,7 @@ from typing import Any, Iterable
 
 from ..results import _fmt
 from .model import shown_verdict, worker_name
+from .printable import printable, printable_lines
 
 
 def result_rows(collected: Iterable) -> list[list[str]]:
@@ -15,8 +16,8 @@ def result_rows(collected: Iterable) -> list[list[str]]:
         interval = f"{_fmt(r.interval[0])}..{_fmt(r.interval[1])}" if r.interval else ""
         limit = "" if r.threshold is None else ("<= " if r.direction == "at_most" else ">= ") + _fmt(r.threshold)
         verdict = shown_verdict(item.outcome, {"verdict": r.verdict})
-        rows.append([verdict, item.nodeid.split("::")[-1], r.name, r.label[:40], _fmt(r.value), interval,
-                     limit, _fmt(r.chance)])
+        rows.append([verdict, printable(item.nodeid.split("::")[-1]), printable(r.name), printable(r.label)[:40],
+                     _fmt(r.value), interval, limit, _fmt(r.chance)])
     return rows
 
 
@@ -45,4 +46,4 @@ def report_lines(report: dict[str, Any], collected: list, written: dict[str, Pat
         lines.append(f"privleak report: {written['html']} (also {written['json'].name}, {written['markdown'].name})")
     if "baseline" in written:
         lines.append(f"privleak baseline saved: {written['baseline']}")
-    return lines + errors
+    return [printable_lines(line) for line in lines + errors]  # gate lines quote labels and test ids too

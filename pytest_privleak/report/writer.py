@@ -8,6 +8,7 @@ from ..atomic import write_text_atomic
 from .html import render_html
 from .json_writer import write_json
 from .markdown import append_step_summary, render_markdown
+from .printable import printable_tree
 
 REPORT_FILES = {"json": "report.json", "html": "index.html", "markdown": "summary.md"}
 
@@ -17,8 +18,9 @@ def write_report(report: dict[str, Any], folder: str | Path) -> dict[str, Path]:
     folder = Path(folder)
     paths = {kind: folder / name for kind, name in REPORT_FILES.items()}
     write_json(report, paths["json"])
-    write_text_atomic(paths["html"], render_html(report))
-    markdown = render_markdown(report, str(paths["html"]))
+    shown = printable_tree(report)  # labels with NUL, ESC or a lone surrogate: escaped, never a partial report
+    write_text_atomic(paths["html"], render_html(shown))
+    markdown = render_markdown(shown, str(paths["html"]))
     write_text_atomic(paths["markdown"], markdown)
     summary = append_step_summary(markdown)
     if summary is not None:
