@@ -8,7 +8,7 @@ import pytest
 from pytest_privleak.attacks.d_exposure import DEFAULT_TEMPLATE, template_tokens
 from pytest_privleak.attacks.d_exposure_assertion import (
     CLASS_MAX_METRIC, MEAN_METRIC, assert_d_exposure_below, measure_d_exposure, table3)
-from pytest_privleak.results import PrivacyLeakError, set_sink
+from pytest_privleak.results import expect_leak, set_sink
 
 _, BLANK = template_tokens(DEFAULT_TEMPLATE)
 
@@ -57,7 +57,7 @@ def recorded():
 def test_a_leak_in_one_class_fails_the_default_gate_and_names_the_class():
     leaky = tagger(0.99, 0.56)          # PER: Chelsea beats all 7 -> 3 bits; ORG: 6 of 7 above -> log2(8/7)
     org = math.log2(8) - math.log2(7)
-    with pytest.raises(PrivacyLeakError) as info:
+    with expect_leak() as info:
         assert_d_exposure_below(leaky, INSERTED, 2.0, class_words=WORDS)
     result = info.value.result
     assert result.metric == CLASS_MAX_METRIC and result.value == pytest.approx(3.0)
@@ -100,7 +100,7 @@ def test_epochs_give_one_result_per_epoch_and_table3_lays_them_out():
 
 
 def test_epochs_gate_raises_the_failing_epoch_and_records_the_passing_one():
-    with recorded() as sink, pytest.raises(PrivacyLeakError) as info:
+    with recorded() as sink, expect_leak() as info:
         assert_d_exposure_below(EpochStub(), INSERTED, 2.0, class_words=WORDS, epochs=[25, 50])
     assert info.value.result.label.endswith("@ epoch 50")
     assert [r.label.rsplit(" ", 1)[-1] for r in sink] == ["25", "50"]   # the passing epoch, then the failing one

@@ -25,7 +25,10 @@ Vocabulary and ``<unk>`` as in the joint target (:mod:`.vocab`,
 :mod:`.unk_training`): reserved canary tokens and ``extra_tokens`` are
 held. Word dropout (a token seen ``#(w)`` times reads ``<unk>`` with
 probability ``unk_alpha / (unk_alpha + #(w))``, Kiperwasser & Goldberg 2016)
-is a regulariser the paper's model does not have: ``unk_alpha=0`` by default.
+is a regulariser the paper's model does not have: ``unk_alpha=0`` by default;
+after training, the ``<unk>`` row is then the mean of the rarest training
+words' rows and untrained reserved tokens share it
+(:func:`.unk_training.finish_unk_rows`).
 """
 from __future__ import annotations
 
@@ -44,7 +47,7 @@ from ..cache.results import mark_content_hash
 from . import training
 from .base import TrainedTarget
 from .entity_f1 import entity_f1
-from .unk_training import check_unk_alpha, drop_to_unk, tie_untrained_rows, unk_probabilities
+from .unk_training import check_unk_alpha, drop_to_unk, finish_unk_rows, unk_probabilities
 from .vocab import PAD_ID, Vocabulary, check_extra_tokens
 
 KIND = "ner-bilstm-crf"
@@ -305,7 +308,7 @@ def build_epochs(dataset, config: NERTaggerConfig, *, device: torch.device, seed
             cfg = dataclasses.replace(config, epochs=epoch) if epoch != config.epochs else config
             at = NERTaggerNet(vocab, cfg).to(device) if epoch != config.epochs else net
             at.load_state_dict(state)
-            tie_untrained_rows(at.embedding.weight, vocab)
+            finish_unk_rows(at.embedding.weight, vocab, dataset.train, config.unk_alpha)
             hist = training.history_until(history, epoch) if epoch != config.epochs else history
             target = NERTagger(at, vocab, cfg, seed=seed, history=hist, content_hash=keys[epoch])
             target.facts.update(_split_f1(target, dataset))
