@@ -1,4 +1,13 @@
-"""Loss-based membership inference (Yeom et al. 2020, the attack mix-and-match-text-classifiers §4.3.2 uses).
+"""Membership inference: can an attacker tell a model's training records from unseen ones?
+
+Methods (``method=``, see :mod:`.membership_methods`): the loss attack
+(Yeom et al. 2018, the attack mix-and-match-text-classifiers §4.3.2 uses),
+its calibration by one reference model, LiRA (Carlini et al. 2022,
+:mod:`.membership_lira`) and RMIA (Zarifzadeh et al. 2024,
+:mod:`.membership_rmia`) with reference models trained by the target's own
+recipe (:mod:`.membership_references`); ``auto`` picks the strongest that
+the inputs allow. Records may be Utterances, strings, ``(text, label)`` pairs
+or dataset rows (:mod:`.membership_records`).
 
 The attacker guesses that an utterance was a training member when the model's
 loss on it is low: the membership statistic is ``-loss`` (higher = member).
@@ -34,24 +43,18 @@ from typing import Any
 
 import numpy as np
 
-from ..finite import require_finite
-from ..stats import clopper_pearson
+from .membership_figures import RocPoint, auc_from_statistics, auc_interval, delong_variance, tpr_at_fpr
+from .membership_methods import resolve_references, statistics
+from .membership_records import as_utterances, redacted
+from .membership_rmia import DEFAULT_GAMMA, DEFAULT_OFFLINE_A
+
+__all__ = ["DEFAULT_FPRS", "MembershipMeasurement", "RocPoint", "auc_from_statistics", "auc_interval", "check_fpr",
+           "delong_variance", "membership_inference", "tpr_at_fpr"]
 
 #: the low false-positive rates reported by default
 DEFAULT_FPRS = (0.001, 0.01)
-
-
-@dataclass(frozen=True)
-class RocPoint:
-    """TPR at one target FPR, or why it cannot be measured."""
-
-    fpr: float                           # the target false-positive rate
-    measurable: bool
-    tpr: float | None = None
-    interval: tuple[float, float] | None = None
-    achieved_fpr: float | None = None    # false positives / n0 at the chosen threshold
-    threshold: float | None = None       # membership statistic strictly above which "member" is said
-    why: str = ""
+#: how many of the most exposed members a measurement lists
+DEFAULT_EXPOSED = 5
 
 
 @dataclass(frozen=True)
@@ -66,8 +69,14 @@ class MembershipMeasurement:
     n_non_members: int
     calibrated: bool
     points: tuple[RocPoint, ...]
-    member_scores: np.ndarray = field(repr=False)
+    member_scores: np.ndarray = field(repr=False)       # the target's losses on the members
     non_member_scores: np.ndarray = field(repr=False)
+    method: str = "loss"
+    why: str = ""
+    detail: dict = field(default_factory=dict)
+    shift: str | None = None
+    exposed: tuple[tuple[str, float], ...] = ()        # (record or its redaction, shown score), most exposed first
+    shown_name: str = "statistic"
 
     def point(self, fpr: float) -> RocPoint:
         for p in self.points:
@@ -76,101 +85,7 @@ class MembershipMeasurement:
         raise KeyError(f"no TPR was measured at FPR {fpr}")
 
 
-# --- the maths ---------------------------------------------------------------------------
-
-
-def auc_from_statistics(members: np.ndarray, non_members: np.ndarray) -> float:
-    """Mann-Whitney AUC: ``Pr[m > n] + 1/2 Pr[m = n]`` over all member / non-member pairs (mid-ranks)."""
-    from scipy.stats import rankdata
-
-    m, n = np.asarray(members, dtype=np.float64), np.asarray(non_members, dtype=np.float64)
-    ranks = rankdata(np.concatenate([m, n]))          # average ranks: a tie counts one half
-    u = ranks[:m.size].sum() - m.size * (m.size + 1) / 2.0
-    return float(u / (m.size * n.size))
-
-
-def delong_variance(members: np.ndarray, non_members: np.ndarray) -> float:
-    """DeLong's variance of the AUC: ``S10 / n1 + S01 / n0`` from the structural components (mid-ranks)."""
-    from scipy.stats import rankdata
-
-    m, n = np.asarray(members, dtype=np.float64), np.asarray(non_members, dtype=np.float64)
-    n1, n0 = m.size, n.size
-    if n1 < 2 or n0 < 2:
-        return 0.0
-    combined = rankdata(np.concatenate([m, n]))
-    v10 = (combined[:n1] - rankdata(m)) / n0            # per member: share of non-members it beats (ties 1/2)
-    v01 = 1.0 - (combined[n1:] - rankdata(n)) / n1      # per non-member: share of members that beat it
-    return float(np.var(v10, ddof=1) / n1 + np.var(v01, ddof=1) / n0)
-
-
-def auc_interval(members: np.ndarray, non_members: np.ndarray, confidence: float) -> tuple[tuple[float, float], str]:
-    """``((low, high), method)``: DeLong's normal interval, or the paired Clopper-Pearson one when it is degenerate."""
-    from scipy.stats import norm
-
-    auc = auc_from_statistics(members, non_members)
-    variance = delong_variance(members, non_members)
-    if variance > 0:
-        half = float(norm.ppf((1.0 + confidence) / 2.0)) * math.sqrt(variance)
-        return (max(0.0, auc - half), min(1.0, auc + half)), "DeLong"
-    pairs = min(len(members), len(non_members))
-    m, n = np.asarray(members)[:pairs], np.asarray(non_members)[:pairs]
-    wins = float(np.sum(m > n) + 0.5 * np.sum(m == n))
-    low, _ = clopper_pearson(int(math.floor(wins)), pairs, confidence)
-    _, high = clopper_pearson(int(math.ceil(wins)), pairs, confidence)
-    return (low, high), f"Clopper-Pearson over {pairs} disjoint pairs (DeLong's variance is 0)"
-
-
-def tpr_at_fpr(members: np.ndarray, non_members: np.ndarray, fpr: float, confidence: float = 0.95) -> RocPoint:
-    """TPR of the threshold whose FPR is at most ``fpr``: members strictly above the ``k+1``-th highest non-member.
-
-    ``k = floor(fpr * n0)``; ties at the threshold are called non-members, so
-    the achieved FPR never exceeds ``fpr``. Not measurable when ``fpr * n0 < 1``.
-    """
-    m, n = np.asarray(members, dtype=np.float64), np.asarray(non_members, dtype=np.float64)
-    k = int(math.floor(fpr * n.size + 1e-9))
-    if k < 1:
-        need = math.ceil(1.0 / fpr - 1e-9)
-        return RocPoint(fpr, False, why=f"needs at least {need} non-members to measure a {fpr:.1%} FPR, "
-                                         f"have {n.size}")
-    threshold = float(np.sort(n)[::-1][k])               # the (k+1)-th highest non-member statistic
-    false_pos = int(np.sum(n > threshold))
-    hits = int(np.sum(m > threshold))
-    return RocPoint(fpr, True, hits / m.size, clopper_pearson(hits, m.size, confidence), false_pos / n.size,
-                    threshold)
-
-
 # --- inputs ------------------------------------------------------------------------------
-
-
-def _items(name: str, items: Any) -> list:
-    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
-        raise TypeError(f"{name} must be a sequence of utterances (e.g. dataset.train), got {type(items).__name__}")
-    items = list(items)
-    if not items:
-        raise ValueError(f"{name} is empty; fix: pass at least one utterance (a few hundred give a useful AUC)")
-    return items
-
-
-def _overlap(members: list, non_members: list) -> list:
-    try:
-        inside = set(members)
-        return [u for u in non_members if u in inside]
-    except TypeError:  # unhashable items: compare their text
-        inside_text = {repr(u) for u in members}
-        return [u for u in non_members if repr(u) in inside_text]
-
-
-def _scores(scorer: Any, items: list, what: str) -> np.ndarray:
-    if not hasattr(scorer, "score"):
-        raise TypeError(f"{what} scorer {type(scorer).__name__} is not a SequenceScorer; give it score(utterances) -> "
-                        "array (lower = more likely), e.g. pytest_privleak.adapters.from_transformers(model, tokenizer)")
-    values = np.asarray(scorer.score(items), dtype=np.float64).reshape(-1)
-    if values.size != len(items):
-        raise ValueError(f"the {what} scorer returned {values.size} scores for {len(items)} utterances; fix: "
-                         "score() must return one score per utterance")
-    require_finite(values, what=f"the {what} model's losses ({type(scorer).__name__}.score)",
-                   fix="check the model for NaN/inf weights or outputs (a diverged training run) and retrain it")
-    return values
 
 
 def _check_confidence(confidence: Any) -> float:
@@ -185,27 +100,54 @@ def check_fpr(fpr: Any, name: str = "fpr") -> float:
     return float(fpr)
 
 
+def _check_exposed(exposed: Any) -> int:
+    if isinstance(exposed, bool) or not isinstance(exposed, int) or exposed < 0:
+        raise ValueError(f"exposed (how many of the most exposed members to list) must be an integer >= 0, "
+                         f"got {exposed!r}")
+    return exposed
+
+
+def most_exposed(members: list, shown: np.ndarray, ranking: np.ndarray, count: int,
+                 redact: bool) -> tuple[tuple[str, float], ...]:
+    """The ``count`` members the attack finds most exposed (highest statistic), with the score shown for each."""
+    order = np.argsort(-ranking, kind="stable")[:count]
+    return tuple((redacted(members[i]) if redact else members[i].text, float(shown[i])) for i in order)
+
+
 def membership_inference(scorer: Any, members: Sequence[Any], non_members: Sequence[Any], *,
-                         reference: Any = None, confidence: float = 0.95,
-                         fprs: Sequence[float] = DEFAULT_FPRS) -> MembershipMeasurement:
-    """Run the loss attack: score both sets (and with ``reference``), then AUC and TPR at each FPR in ``fprs``."""
+                         reference: Any = None, method: str = "auto", references: Any = None,
+                         population: Sequence[Any] | None = None, k: int = 4, online: bool = False,
+                         gamma: float = DEFAULT_GAMMA, offline_a: float = DEFAULT_OFFLINE_A,
+                         variance: str = "auto", lira_statistic: str = "logit", seed: int = 0,
+                         confidence: float = 0.95, fprs: Sequence[float] = DEFAULT_FPRS,
+                         exposed: int = DEFAULT_EXPOSED, redact: bool = False) -> MembershipMeasurement:
+    """Run ``method`` on both sets, then AUC and TPR at each FPR in ``fprs`` (see the module docstring).
+
+    ``references``: a :class:`~.membership_references.TargetRecipe` (``k``
+    references are trained with it, ``online`` or offline, on ``population``
+    or the recipe dataset's valid split) or a ready
+    :class:`~.membership_references.ReferenceSet`.
+    """
     confidence = _check_confidence(confidence)
     fprs = tuple(check_fpr(f, "fprs entry") for f in fprs)
-    members = _items("members", members)
-    non_members = _items("non_members", non_members)
-    shared = _overlap(members, non_members)
+    exposed = _check_exposed(exposed)
+    members = as_utterances("members", members)
+    non_members = as_utterances("non_members", non_members)
+    inside = set(members)
+    shared = [u for u in non_members if u in inside]
     if shared:
-        sample = getattr(shared[0], "text", repr(shared[0]))
-        raise ValueError(f"members and non_members share {len(shared)} utterance(s), e.g. {sample!r}; an utterance "
-                         "cannot be both, and a shared one makes the AUC meaningless; fix: drop the shared "
+        raise ValueError(f"members and non_members share {len(shared)} utterance(s), e.g. {shared[0].text!r}; an "
+                         "utterance cannot be both, and a shared one makes the AUC meaningless; fix: drop the shared "
                          "utterances from non_members (held-out data must not contain training utterances)")
-    stat_m = -_scores(scorer, members, "target")
-    stat_n = -_scores(scorer, non_members, "target")
-    if reference is not None:
-        stat_m = stat_m + _scores(reference, members, "reference")
-        stat_n = stat_n + _scores(reference, non_members, "reference")
+    refs = resolve_references(references, k, online, seed, members, non_members, population)
+    stats = statistics(method, scorer, members, non_members, reference=reference, references=refs, gamma=gamma,
+                       offline_a=offline_a, variance=variance, lira_statistic=lira_statistic, confidence=confidence)
+    stat_m, stat_n = stats.members, stats.non_members
     auc = auc_from_statistics(stat_m, stat_n)
-    interval, method = auc_interval(stat_m, stat_n, confidence)
+    interval, interval_method = auc_interval(stat_m, stat_n, confidence)
     points = tuple(tpr_at_fpr(stat_m, stat_n, f, confidence) for f in fprs)
-    return MembershipMeasurement(auc, interval, method, confidence, len(members), len(non_members),
-                                 reference is not None, points, -stat_m, -stat_n)
+    shown = stat_m if stats.shown is None else stats.shown[:len(members)]
+    return MembershipMeasurement(auc, interval, interval_method, confidence, len(members), len(non_members),
+                                 stats.method == "reference", points, stats.member_losses, stats.non_member_losses,
+                                 stats.method, stats.why, dict(stats.detail), stats.shift,
+                                 most_exposed(members, shown, stat_m, exposed, redact), stats.shown_name)

@@ -1,11 +1,15 @@
-"""``measure_membership`` and ``assert_membership_auc_at_most``: loss-based membership inference as a gate.
+"""``measure_membership``, ``assert_membership_auc_at_most`` and ``assert_membership_tpr_at_most``: membership
+inference as a gate.
 
-The attack and its figures are in :mod:`.membership` (mix-and-match-text-
-classifiers §4.3.2 uses this loss attack to rank candidates; here it asks the
-question teams ask first: can an attacker tell the training utterances from
-unseen ones?). One :class:`LeakResult` carries the AUC with its interval; the
-TPR at low FPRs are in its ``extra`` and ``evidence``, and a second result
-gates the TPR when ``max_tpr_at_fpr`` is given.
+The attacks and their figures are in :mod:`.membership` (loss, calibrated
+loss, LiRA, RMIA; ``method="auto"`` the strongest the inputs allow). One
+:class:`LeakResult` carries the AUC with its interval; the TPR at low FPRs
+are in its ``extra`` and ``evidence``, and a second result gates the TPR
+(``max_tpr_at_fpr``, or ``assert_membership_tpr_at_most`` at FPR 0.1 %, where
+Carlini et al. 2022 §III say membership inference matters). The evidence
+names the method that ran and why, warns of a distribution shift between
+members and non-members, and lists the most exposed members (``redact=True``:
+hash and length only, for a report that leaves the team).
 """
 from __future__ import annotations
 
@@ -15,7 +19,14 @@ from typing import Any
 
 from ..results import LeakResult, record
 from .exposure_assertion import target_facts
-from .membership import DEFAULT_FPRS, MembershipMeasurement, RocPoint, check_fpr, membership_inference
+from .membership import (DEFAULT_EXPOSED, DEFAULT_FPRS, MembershipMeasurement, RocPoint, check_fpr,
+                         membership_inference)
+from .membership_rmia import DEFAULT_GAMMA, DEFAULT_OFFLINE_A
+
+_NAMES = {"loss": "loss", "reference": "calibrated loss", "lira": "LiRA", "rmia": "RMIA"}
+_ATTACKS = {"loss": "loss threshold (Yeom et al.; mix-and-match §4.3.2)",
+            "reference": "loss threshold calibrated by a reference model (Watson et al. 2022)",
+            "lira": "LiRA (Carlini et al. 2022)", "rmia": "RMIA (Zarifzadeh et al. 2024)"}
 
 REMEDY = ("the model's loss tells its training utterances from unseen ones (it memorised them): train fewer epochs "
           "or with early stopping on a validation split, add dropout or weight decay, deduplicate the training data, "
@@ -31,7 +42,7 @@ def _label(scorer: Any, m: MembershipMeasurement, name: str | None) -> str:
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"name must be a non-empty string or None, got {name!r}")
         return name
-    kind = "calibrated loss" if m.calibrated else "loss"
+    kind = _NAMES.get(m.method, m.method)
     return f"{type(scorer).__name__} {kind}: {m.n_members} members vs {m.n_non_members} non-members"
 
 
@@ -46,8 +57,9 @@ def _auc_result(scorer: Any, m: MembershipMeasurement, threshold: float | None, 
                 tolerance: float | None) -> LeakResult:
     extra: dict[str, float] = {}
     evidence: dict[str, Any] = {
-        "attack": "loss threshold (Yeom et al.; mix-and-match §4.3.2)"
-                  + (", calibrated by a reference model" if m.calibrated else ""),
+        "attack": _ATTACKS.get(m.method, m.method),
+        "why this attack": m.why,
+        **m.detail,
         "interval": m.interval_method,
         "members": m.n_members, "non_members": m.n_non_members,
         "mean loss": f"members {m.member_scores.mean():.4g}, non-members {m.non_member_scores.mean():.4g}",
@@ -56,6 +68,11 @@ def _auc_result(scorer: Any, m: MembershipMeasurement, threshold: float | None, 
         evidence[f"TPR @ FPR {_pct(p.fpr)}"] = _point_text(p)
         if p.measurable:
             extra[f"tpr_at_fpr_{p.fpr:g}"] = p.tpr
+    if m.shift:
+        evidence["distribution shift"] = m.shift
+    if m.exposed:
+        evidence[f"most exposed members ({m.shown_name})"] = "; ".join(f"{text!r}: {score:.4g}"
+                                                                      for text, score in m.exposed)
     return LeakResult(attack="membership", metric="auc", value=m.auc, threshold=threshold, direction="at_most",
                       interval=m.interval, confidence=m.confidence, chance=0.5, ceiling=1.0,
                       label=_label(scorer, m, name), evidence=evidence, extra=extra, remedy=REMEDY,
@@ -80,90 +97,182 @@ def _check_tolerance(tolerance: Any) -> float | None:
 def _tpr_result(auc: LeakResult, m: MembershipMeasurement, fpr: float) -> LeakResult:
     """The measured TPR-at-``fpr`` result beside the AUC result ``auc`` (``threshold=None``)."""
     p = m.point(fpr)
-    rule = f"member when {'loss - reference loss' if m.calibrated else 'loss'} < {-p.threshold:.6g}"
+    if m.method in ("loss", "reference"):
+        rule = f"member when {'loss - reference loss' if m.calibrated else 'loss'} < {-p.threshold:.6g}"
+    else:
+        rule = f"member when the {_NAMES[m.method]} statistic ranks above the {p.threshold:.6g} of the non-members"
     return LeakResult(attack="membership", metric=f"tpr_at_fpr_{fpr:g}", value=p.tpr, threshold=None,
                       direction="at_most", interval=p.interval, confidence=m.confidence, chance=fpr, ceiling=1.0,
                       label=auc.label, evidence={**auc.evidence, "rule": rule},
                       extra={"auc": m.auc, "achieved_fpr": p.achieved_fpr}, remedy=REMEDY, target=auc.target)
 
 
+def _options(method: str, references: Any, population: Any, k: int, online: bool, gamma: float, offline_a: float,
+             variance: str, lira_statistic: str, seed: int, exposed: int, redact: bool) -> dict[str, Any]:
+    return {"method": method, "references": references, "population": population, "k": k, "online": online,
+            "gamma": gamma, "offline_a": offline_a, "variance": variance, "lira_statistic": lira_statistic,
+            "seed": seed, "exposed": exposed, "redact": redact}
+
+
 def measured_membership(scorer: Any, members: Sequence[Any], non_members: Sequence[Any], *, reference: Any,
                         name: str | None, confidence: float, fprs: Sequence[float],
-                        tpr_fpr: float | None = None) -> list[LeakResult]:
+                        tpr_fpr: float | None = None, options: dict[str, Any] | None = None) -> list[LeakResult]:
     """The measured AUC result (and, with ``tpr_fpr``, the TPR result at that FPR), ``threshold=None``.
 
     From the result cache when ``scorer`` (and ``reference``) have a content
-    hash and the same call ran before (:mod:`pytest_privleak.cache.results`).
+    hash and the same call ran before (:mod:`pytest_privleak.cache.results`);
+    with reference models (their own cache entries) the figures are computed.
     """
     from ..cache.results import cached_results
 
+    options = options or {}
+
     def compute() -> list[LeakResult]:
         m = membership_inference(scorer, members, non_members, reference=reference, confidence=confidence,
-                                 fprs=fprs)
+                                 fprs=fprs, **options)
         auc = _auc_result(scorer, m, None, name, None)
         return [auc] if tpr_fpr is None else [auc, _tpr_result(auc, m, tpr_fpr)]
 
+    if options.get("references") is not None:
+        return compute()
     models = [scorer] if reference is None else [scorer, reference]
     inputs = {"members": list(members) if isinstance(members, (list, tuple)) else members,
               "non_members": list(non_members) if isinstance(non_members, (list, tuple)) else non_members,
               "reference": reference is not None, "name": name, "confidence": confidence, "fprs": list(fprs),
-              "tpr_fpr": tpr_fpr}
+              "tpr_fpr": tpr_fpr, **{key: value for key, value in options.items() if key != "references"}}
     return cached_results("membership", models, inputs, compute)
+
+
+_OPTIONS_DOC = """
+    Attack options (all keyword): ``method`` "auto" (default: RMIA when
+    ``references`` are given, the calibrated loss with ``reference``, else the
+    loss attack; the evidence says which ran and why), "loss", "reference",
+    "lira" or "rmia". ``references``: a ``TargetRecipe`` (how the target was
+    trained: ``k`` references are trained with it, each cached like any
+    target, on random halves of ``population``, default the recipe dataset's
+    valid split; ``online=True`` also on the candidates) or a ``ReferenceSet``.
+    ``gamma`` and ``offline_a``: RMIA's; ``variance`` and ``lira_statistic``:
+    LiRA's. ``exposed``: how many most exposed members the evidence lists
+    (``redact=True``: their hash and length only). Records may be Utterances,
+    strings, ``(text, label)`` pairs or ``{"text", "label"}`` rows.
+"""
 
 
 def measure_membership(scorer: Any, members: Sequence[Any], non_members: Sequence[Any], *, reference: Any = None,
                        name: str | None = None, confidence: float = 0.95,
-                       fprs: Sequence[float] = DEFAULT_FPRS) -> LeakResult:
-    """Measure the loss attack's AUC (and TPR at ``fprs``) without gating; the result is recorded.
+                       fprs: Sequence[float] = DEFAULT_FPRS, method: str = "auto", references: Any = None,
+                       population: Sequence[Any] | None = None, k: int = 4, online: bool = False,
+                       gamma: float = DEFAULT_GAMMA, offline_a: float = DEFAULT_OFFLINE_A, variance: str = "auto",
+                       lira_statistic: str = "logit", seed: int = 0, exposed: int = DEFAULT_EXPOSED,
+                       redact: bool = False) -> LeakResult:
+    """Measure the membership attack's AUC (and TPR at ``fprs``) without gating; the result is recorded.
 
     ``scorer`` and ``reference`` are :class:`~pytest_privleak.protocols.SequenceScorer` s
     (lower = more likely: the training loss of a classifier, the log-perplexity of a
-    language model); ``members`` are training utterances, ``non_members`` held-out
+    language model); ``members`` are training records, ``non_members`` held-out
     ones from the same distribution (e.g. ``dataset.train`` and ``dataset.test``).
-    With ``reference`` the attack uses ``loss - reference loss``. ``name``: the
-    result's label (default: scorer class and set sizes).
+    ``name``: the result's label (default: scorer class, method and set sizes).
     """
+    options = _options(method, references, population, k, online, gamma, offline_a, variance, lira_statistic,
+                       seed, exposed, redact)
     return record(measured_membership(scorer, members, non_members, reference=reference, name=name,
-                                      confidence=confidence, fprs=fprs)[0])
+                                      confidence=confidence, fprs=fprs, options=options)[0])
 
 
-def assert_membership_auc_at_most(scorer: Any, members: Sequence[Any], non_members: Sequence[Any], max_auc: float, *,
-                                  max_tpr_at_fpr: float | None = None, fpr: float = 0.01, reference: Any = None,
-                                  name: str | None = None, confidence: float = 0.95,
-                                  tolerance: float | None = None) -> LeakResult:
-    """Fail when the loss attack tells members from non-members with ROC AUC above ``max_auc``.
+measure_membership.__doc__ += _OPTIONS_DOC
 
-    The attack (Yeom et al., as in mix-and-match-text-classifiers §4.3.2) calls
-    an utterance a member when the model's loss on it is low; with
-    ``reference`` (a model trained without the members) it uses the loss minus
-    the reference's loss. AUC chance is 0.5; the verdict compares the point
-    AUC with ``max_auc`` and prints DeLong's interval beside it. The TPR at
-    FPR 0.1 % and 1 % are reported with Clopper-Pearson intervals (chance:
-    TPR = FPR). ``max_tpr_at_fpr``: also fail when the TPR at ``fpr`` exceeds
-    it; that needs at least ``1 / fpr`` non-members (an error says so).
-    ``tolerance``: how far the AUC may grow against a stored baseline.
-    Returns the recorded AUC result.
-    """
+
+def _need_non_members(non_members: Any, fpr: float, argument: str) -> None:
+    if hasattr(non_members, "__len__") and len(non_members) * fpr < 1 - 1e-9:
+        raise ValueError(f"{argument} gates the TPR at FPR {_pct(fpr)}, which needs at least "
+                         f"{int(round(1 / fpr))} non-members, got {len(non_members)}; fix: pass more held-out "
+                         f"non_members or a larger fpr= (e.g. fpr={max(0.01, 1 / max(len(non_members), 1)):g})")
+
+
+def _gate(measured: list[LeakResult], threshold: float | None, tpr_limit: float | None,
+          tolerance: float | None) -> LeakResult:
     __tracebackhide__ = True
     from ..assertions import check
 
-    threshold = _check_limit(max_auc, "max_auc")
-    tpr_limit = None if max_tpr_at_fpr is None else _check_limit(max_tpr_at_fpr, "max_tpr_at_fpr")
-    fpr = check_fpr(fpr)
-    tolerance = _check_tolerance(tolerance)
-    fprs = tuple(dict.fromkeys((*DEFAULT_FPRS, fpr)))
-    if tpr_limit is not None and hasattr(non_members, "__len__") and len(non_members) * fpr < 1 - 1e-9:
-        raise ValueError(f"max_tpr_at_fpr gates the TPR at FPR {_pct(fpr)}, which needs at least "
-                         f"{int(round(1 / fpr))} non-members, got {len(non_members)}; fix: pass more held-out "
-                         f"non_members or a larger fpr= (e.g. fpr={max(0.01, 1 / max(len(non_members), 1)):g})")
-    measured = measured_membership(scorer, members, non_members, reference=reference, name=name,
-                                   confidence=confidence, fprs=fprs, tpr_fpr=None if tpr_limit is None else fpr)
     auc = dataclasses.replace(measured[0], threshold=threshold, tolerance=tolerance)
     if tpr_limit is None:
         return check(auc)
     tpr = dataclasses.replace(measured[1], threshold=tpr_limit, tolerance=tolerance)
+    if threshold is None:
+        record(auc)
+        return check(tpr)
     if auc.passed and not tpr.passed:
         record(auc)
         return check(tpr)
     record(tpr)
     return check(auc)
+
+
+def assert_membership_auc_at_most(scorer: Any, members: Sequence[Any], non_members: Sequence[Any], max_auc: float, *,
+                                  max_tpr_at_fpr: float | None = None, fpr: float = 0.01, reference: Any = None,
+                                  name: str | None = None, confidence: float = 0.95,
+                                  tolerance: float | None = None, method: str = "auto", references: Any = None,
+                                  population: Sequence[Any] | None = None, k: int = 4, online: bool = False,
+                                  gamma: float = DEFAULT_GAMMA, offline_a: float = DEFAULT_OFFLINE_A,
+                                  variance: str = "auto", lira_statistic: str = "logit", seed: int = 0,
+                                  exposed: int = DEFAULT_EXPOSED, redact: bool = False) -> LeakResult:
+    """Fail when the membership attack tells members from non-members with ROC AUC above ``max_auc``.
+
+    AUC chance is 0.5; the verdict compares the point AUC with ``max_auc`` and
+    prints DeLong's interval beside it. The TPR at FPR 0.1 % and 1 % are
+    reported with Clopper-Pearson intervals (chance: TPR = FPR).
+    ``max_tpr_at_fpr``: also fail when the TPR at ``fpr`` exceeds it; that
+    needs at least ``1 / fpr`` non-members (an error says so).
+    ``tolerance``: how far the AUC may grow against a stored baseline.
+    Returns the recorded AUC result.
+    """
+    __tracebackhide__ = True
+    threshold = _check_limit(max_auc, "max_auc")
+    tpr_limit = None if max_tpr_at_fpr is None else _check_limit(max_tpr_at_fpr, "max_tpr_at_fpr")
+    fpr = check_fpr(fpr)
+    tolerance = _check_tolerance(tolerance)
+    fprs = tuple(dict.fromkeys((*DEFAULT_FPRS, fpr)))
+    if tpr_limit is not None:
+        _need_non_members(non_members, fpr, "max_tpr_at_fpr")
+    options = _options(method, references, population, k, online, gamma, offline_a, variance, lira_statistic,
+                       seed, exposed, redact)
+    measured = measured_membership(scorer, members, non_members, reference=reference, name=name,
+                                   confidence=confidence, fprs=fprs, tpr_fpr=None if tpr_limit is None else fpr,
+                                   options=options)
+    return _gate(measured, threshold, tpr_limit, tolerance)
+
+
+assert_membership_auc_at_most.__doc__ += _OPTIONS_DOC
+
+
+def assert_membership_tpr_at_most(scorer: Any, members: Sequence[Any], non_members: Sequence[Any], max_tpr: float, *,
+                                  fpr: float = 0.001, reference: Any = None, name: str | None = None,
+                                  confidence: float = 0.95, tolerance: float | None = None, method: str = "auto",
+                                  references: Any = None, population: Sequence[Any] | None = None, k: int = 4,
+                                  online: bool = False, gamma: float = DEFAULT_GAMMA,
+                                  offline_a: float = DEFAULT_OFFLINE_A, variance: str = "auto",
+                                  lira_statistic: str = "logit", seed: int = 0, exposed: int = DEFAULT_EXPOSED,
+                                  redact: bool = False) -> LeakResult:
+    """Fail when the attack's TPR at ``fpr`` (default 0.1 %) exceeds ``max_tpr``.
+
+    Carlini et al. 2022 §III: membership inference matters at low FPR, where
+    an attacker is confidently right about some records; the AUC averages
+    those few away. Chance is TPR = ``fpr``; the TPR carries a Clopper-Pearson
+    interval over the members. Needs at least ``1 / fpr`` non-members (1000
+    at 0.1 %). The AUC result is recorded beside it, ungated. Returns the
+    recorded TPR result.
+    """
+    __tracebackhide__ = True
+    tpr_limit = _check_limit(max_tpr, "max_tpr")
+    fpr = check_fpr(fpr)
+    tolerance = _check_tolerance(tolerance)
+    _need_non_members(non_members, fpr, "assert_membership_tpr_at_most")
+    options = _options(method, references, population, k, online, gamma, offline_a, variance, lira_statistic,
+                       seed, exposed, redact)
+    measured = measured_membership(scorer, members, non_members, reference=reference, name=name,
+                                   confidence=confidence, fprs=tuple(dict.fromkeys((*DEFAULT_FPRS, fpr))),
+                                   tpr_fpr=fpr, options=options)
+    return _gate(measured, None, tpr_limit, tolerance)
+
+
+assert_membership_tpr_at_most.__doc__ += _OPTIONS_DOC

@@ -1,0 +1,67 @@
+"""Members, non-members and population records as a team has them, turned into utterances the scorers read.
+
+Accepted per entry: an :class:`~pytest_privleak.data.types.Utterance`; a
+string (whitespace tokens; for scorers that read only the text, e.g. a
+language model); a ``(text, label)`` pair or a ``{"text": ..., "label": ...}``
+row of a dataset split (a classifier's input and intent). Pairs and strings
+get the tag ``"O"`` on every token, which a sequence classifier or language
+model never reads; a slot tagger needs real Utterances.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..data.types import Utterance
+
+#: the intent given to a bare string (its scorer reads only the text)
+UNLABELLED = "unlabelled"
+
+
+def _from_text(text: str, intent: str, where: str) -> Utterance:
+    tokens = text.split()
+    if not tokens:
+        raise ValueError(f"{where} is an empty text; fix: drop empty records")
+    try:
+        return Utterance(tuple(tokens), ("O",) * len(tokens), intent)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from exc
+
+
+def as_utterance(item: Any, where: str) -> Utterance:
+    """One record as an Utterance; ``where`` names it in errors (e.g. ``"members[3]"``)."""
+    if isinstance(item, Utterance):
+        return item
+    if isinstance(item, str):
+        return _from_text(item, UNLABELLED, where)
+    if isinstance(item, Mapping):
+        text = item.get("text", item.get("sentence"))
+        label = item.get("label", item.get("intent"))
+        if not isinstance(text, str) or label is None:
+            raise TypeError(f"{where} is a mapping without 'text' and 'label' (or 'intent') keys: {sorted(item)}; "
+                            "fix: pass rows like {'text': ..., 'label': ...}, (text, label) pairs or Utterances")
+        return _from_text(text, str(label), where)
+    if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+        return _from_text(item[0], str(item[1]), where)
+    raise TypeError(f"{where} is {type(item).__name__}, expected an Utterance, a string, a (text, label) pair or a "
+                    "{'text', 'label'} row; fix: convert the records to one of these")
+
+
+def as_utterances(name: str, items: Any) -> list[Utterance]:
+    """All of ``items`` (a sequence of records, or a dataset split) as Utterances; empty is an error naming ``name``."""
+    if isinstance(items, (str, bytes)) or not isinstance(items, (Sequence, Mapping)) and not hasattr(items, "__iter__"):
+        raise TypeError(f"{name} must be a sequence of records (e.g. dataset.train, a list of strings or "
+                        f"(text, label) pairs), got {type(items).__name__}")
+    if isinstance(items, Mapping):
+        raise TypeError(f"{name} is a mapping; fix: pass its records (a list), e.g. list(zip(texts, labels))")
+    records = [as_utterance(item, f"{name}[{i}]") for i, item in enumerate(items)]
+    if not records:
+        raise ValueError(f"{name} is empty; fix: pass at least one record (a few hundred give a useful AUC)")
+    return records
+
+
+def redacted(u: Utterance) -> str:
+    """A record that may leave the team: the first 12 hex digits of its text's SHA-256 and its length."""
+    digest = hashlib.sha256(u.text.encode("utf-8")).hexdigest()[:12]
+    return f"sha256:{digest} ({len(u.tokens)} tokens)"

@@ -1,0 +1,160 @@
+"""Reference models for LiRA and RMIA: the target's own recipe, retrained on random halves of a population.
+
+A :class:`TargetRecipe` says how the target was trained: a built-in kind of
+:func:`~pytest_privleak.targets.train_target` with its config, or a team's
+training function for :func:`~pytest_privleak.targets.own_model.train_own_model`.
+:func:`train_references` calls that same public function once per reference
+with the target's dataset whose ``train`` split is replaced by a random half
+of the pool, and a seed of its own, so each reference is an ordinary cached
+target: trained once per content hash, loaded afterwards, and trained by one
+xdist worker while the others wait on the cache lock.
+
+The pool (Carlini et al. 2022 §IV-B, Zarifzadeh et al. 2024 §3):
+
+- offline (the default, the low-cost setting of RMIA): the population
+  records only; no reference is trained on a candidate (member or non-member);
+- online: candidates plus population; halves come in complementary pairs,
+  so each record is in exactly half of the references (k even).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..data.types import Utterance
+
+
+@dataclass(frozen=True)
+class TargetRecipe:
+    """How the target was trained, so that references can be trained the same way.
+
+    ``kind`` + ``config``: ``train_target(kind, dataset, cache=cache, seed=..., **config)``;
+    ``train`` (+ ``build``, ``wrap``, ``sources``) + ``config``: ``train_own_model``.
+    ``dataset`` is the target's dataset; a reference keeps its valid and test
+    splits (the label sets) and gets its own ``train`` split.
+    """
+
+    dataset: Any
+    kind: str | None = None
+    train: Callable[..., Any] | None = None
+    build: Callable[[Any], Any] | None = None
+    wrap: Callable[[Any], Any] | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)
+    cache: Any = None
+    device: str = "cpu"
+    sources: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        if (self.kind is None) == (self.train is None):
+            raise ValueError("TargetRecipe needs exactly one of kind= (a train_target kind, e.g. 'lstm-lm') or "
+                             "train= (your training function, as for train_own_model)")
+        if self.train is not None and self.build is None:
+            raise ValueError("TargetRecipe(train=...) needs build= (the untrained architecture), as train_own_model")
+        if not callable(getattr(self.dataset, "with_train", None)):
+            raise TypeError(f"TargetRecipe.dataset must be the target's NLUDataset (it has with_train), got "
+                            f"{type(self.dataset).__name__}")
+
+    def fit(self, train_split: Sequence[Utterance], seed: int, label: str) -> Any:
+        """Train (or load from the cache) this recipe on ``train_split`` with ``seed``."""
+        from ..targets import train_target
+        from ..targets.own_model import train_own_model
+
+        dataset = self.dataset.with_train(train_split, name=f"{self.dataset.name}+{label}")
+        if self.kind is not None:
+            return train_target(self.kind, dataset, device=self.device, cache=self.cache, seed=seed,
+                                **dict(self.config))
+        return train_own_model(self.train, dataset, build=self.build, wrap=self.wrap, cache=self.cache,
+                               device=self.device, seed=seed, sources=self.sources, name=label, **dict(self.config))
+
+
+@dataclass(frozen=True)
+class ReferenceSet:
+    """Trained references and what each was trained on (rows: references, columns: ``pool`` records)."""
+
+    models: tuple[Any, ...]
+    pool: tuple[Utterance, ...]
+    in_pool: np.ndarray          # [k, len(pool)] bool: reference j trained on pool record i
+    population: tuple[Utterance, ...]
+    online: bool
+    seed: int
+
+    @property
+    def k(self) -> int:
+        return len(self.models)
+
+    def trained_on(self, records: Sequence[Utterance]) -> np.ndarray:
+        """``[k, len(records)]`` bool: which reference trained on each record (False for records not in the pool)."""
+        index = {u: i for i, u in enumerate(self.pool)}
+        columns = np.array([index.get(u, -1) for u in records])
+        inside = columns >= 0
+        out = np.zeros((self.k, len(records)), dtype=bool)
+        out[:, inside] = self.in_pool[:, columns[inside]]
+        return out
+
+
+def distinct_halves(n: int) -> int:
+    """How many different halves (``floor(n / 2)`` of ``n`` records) there are: ``C(n, floor(n / 2))``."""
+    return math.comb(n, n // 2)
+
+
+def half_masks(n: int, k: int, rng: np.random.Generator, complementary: bool) -> np.ndarray:
+    """``[k, n]`` bool masks of random halves; with ``complementary`` they come in (half, rest) pairs."""
+    masks = np.zeros((k, n), dtype=bool)
+    for j in range(0, k, 2 if complementary else 1):
+        half = np.zeros(n, dtype=bool)
+        half[rng.permutation(n)[: n // 2]] = True
+        masks[j] = half
+        if complementary and j + 1 < k:
+            masks[j + 1] = ~half
+    return masks
+
+
+def _check_k(k: Any, n_pool: int) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k (the number of reference models) must be an integer >= 1, e.g. 4, got {k!r}")
+    if n_pool < 2:
+        raise ValueError(f"the references' pool has {n_pool} record(s); a reference trains on a half of it, which "
+                         "needs at least 2; fix: pass population= with held-out records (hundreds)")
+    if k > distinct_halves(n_pool):
+        raise ValueError(f"k={k} references need {k} different halves of the pool, but {n_pool} records have only "
+                         f"{distinct_halves(n_pool)}; fix: lower k or pass a larger population=")
+    return k
+
+
+def train_references(recipe: TargetRecipe, candidates: Sequence[Utterance], population: Sequence[Utterance], *,
+                     k: int = 4, online: bool = False, seed: int = 0) -> ReferenceSet:
+    """Train ``k`` references with ``recipe`` on random halves of the pool (see the module docstring).
+
+    ``candidates`` are the records under test (members and non-members);
+    ``population`` records from the same distribution that are neither (the
+    RMIA ``z`` records, and the offline pool). Deterministic: the halves come
+    from ``seed`` and reference ``j`` trains with seed ``seed * 1000 + j + 1``
+    (never the target's default 0).
+    """
+    if not isinstance(recipe, TargetRecipe):
+        raise TypeError(f"recipe must be a TargetRecipe (how the target was trained), got {type(recipe).__name__}; "
+                        "fix: TargetRecipe(dataset, kind='lstm-lm', config={...}, cache=cache) or "
+                        "TargetRecipe(dataset, train=my_train, build=my_build, wrap=MyAdapter, cache=cache)")
+    population = tuple(dict.fromkeys(population))
+    candidates = tuple(dict.fromkeys(candidates))
+    shared = set(population) & set(candidates)
+    if shared:
+        sample = next(iter(shared)).text
+        raise ValueError(f"population shares {len(shared)} record(s) with the members / non-members, e.g. "
+                         f"{sample!r}; population records are RMIA's reference records z and must be neither; fix: "
+                         "drop the candidates from population= (e.g. use dataset.valid when members are "
+                         "dataset.train and non-members dataset.test)")
+    pool = (candidates + population) if online else population
+    k = _check_k(k, len(pool))
+    rng = np.random.default_rng(seed)
+    masks = half_masks(len(pool), k, rng, complementary=online)
+    models = []
+    for j in range(k):
+        split = tuple(u for u, inside in zip(pool, masks[j]) if inside)
+        models.append(recipe.fit(split, seed=seed * 1000 + j + 1,
+                                 label=f"reference {j + 1}/{k} ({'online' if online else 'offline'})"))
+    return ReferenceSet(tuple(models), pool, masks, population, online, seed)

@@ -1,0 +1,92 @@
+"""Bad inputs to membership inference: each a clear error naming the argument and the fix (no silent AUC 0.5)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pytest_privleak.attacks.membership import membership_inference
+from pytest_privleak.attacks.membership_references import ReferenceSet, TargetRecipe, train_references
+from pytest_privleak.data.synthetic import generate_snips_like
+from pytest_privleak.data.types import Utterance
+from pytest_privleak.finite import NonFiniteError
+
+
+def utt(i: int) -> Utterance:
+    return Utterance((f"w{i}",), ("O",), "x")
+
+
+class Returns:
+    """A scorer returning a fixed kind of value for every utterance."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def score(self, utterances):
+        return np.array([self.value] * len(utterances))
+
+
+class OtherScorer(Returns):
+    pass
+
+
+MEMBERS, NON_MEMBERS = [utt(i) for i in range(5)], [utt(i) for i in range(5, 12)]
+
+
+def test_complex_scores_are_refused_not_read_as_chance():
+    with pytest.raises(TypeError, match=r"Returns.score returned complex128 values .* real numbers"):
+        membership_inference(Returns(1 + 2j), MEMBERS, NON_MEMBERS)
+
+
+def test_string_scores_are_refused():
+    with pytest.raises(TypeError, match=r"returned <U3 values .*fix: score\(\) must return real numbers"):
+        membership_inference(Returns("low"), MEMBERS, NON_MEMBERS)
+
+
+def test_nan_scores_of_a_reference_are_refused_by_model():
+    refs = ReferenceSet((Returns(float("nan")),), tuple(NON_MEMBERS), np.zeros((1, 7), dtype=bool),
+                        tuple(NON_MEMBERS), False, 0)
+    with pytest.raises(NonFiniteError, match="the reference 1 model's losses"):
+        membership_inference(Returns(1.0), MEMBERS, NON_MEMBERS[:3], references=refs, method="lira")
+
+
+def test_references_of_another_architecture_are_refused():
+    refs = ReferenceSet((OtherScorer(1.0),), tuple(NON_MEMBERS), np.zeros((1, 7), dtype=bool), tuple(NON_MEMBERS),
+                        False, 0)
+    with pytest.raises(TypeError, match=r"references: reference 1 is a OtherScorer, the target a Returns.*TargetRecipe"):
+        membership_inference(Returns(1.0), MEMBERS, NON_MEMBERS[:3], references=refs, method="rmia")
+
+
+def test_population_overlapping_the_candidates_is_refused():
+    data = generate_snips_like(n_train=10, n_valid=10, n_test=10, seed=0)
+    recipe = TargetRecipe(data, kind="lstm-lm")
+    with pytest.raises(ValueError, match=r"population shares 1 record\(s\) with the members .*fix: drop the candidates"):
+        train_references(recipe, list(data.train), [data.train[0], *data.valid])
+
+
+def test_more_references_than_the_population_allows():
+    data = generate_snips_like(n_train=10, n_valid=10, n_test=10, seed=0)
+    recipe = TargetRecipe(data, kind="lstm-lm")
+    with pytest.raises(ValueError, match=r"k=4 references need 4 different halves .* 3 records have only 3; fix"):
+        train_references(recipe, list(data.train), [utt(100), utt(101), utt(102)], k=4)
+    with pytest.raises(ValueError, match=r"k \(the number of reference models\) must be an integer >= 1"):
+        train_references(recipe, list(data.train), [utt(100), utt(101)], k=0)
+
+
+def test_lira_and_rmia_need_references():
+    with pytest.raises(ValueError, match=r"method='rmia' needs references="):
+        membership_inference(Returns(1.0), MEMBERS, NON_MEMBERS, method="rmia")
+    with pytest.raises(ValueError, match=r"method must be one of auto, loss, reference, lira, rmia"):
+        membership_inference(Returns(1.0), MEMBERS, NON_MEMBERS, method="shokri")
+
+
+def test_records_that_are_not_text_name_their_entry():
+    with pytest.raises(TypeError, match=r"non_members\[1\] is int, expected an Utterance, a string, a \(text, label\)"):
+        membership_inference(Returns(1.0), MEMBERS, [utt(20), 7])
+    with pytest.raises(ValueError, match=r"members\[0\] is an empty text"):
+        membership_inference(Returns(1.0), ["  "], NON_MEMBERS)
+
+
+def test_recipe_needs_a_kind_or_a_training_function():
+    data = generate_snips_like(n_train=10, n_valid=10, n_test=10, seed=0)
+    with pytest.raises(ValueError, match="exactly one of kind="):
+        TargetRecipe(data)
