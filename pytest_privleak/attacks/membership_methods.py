@@ -23,7 +23,7 @@ import numpy as np
 from ..finite import require_finite
 from .membership_figures import auc_from_statistics, auc_interval
 from .membership_lira import lira_offline, lira_online, logit_confidence
-from .membership_records import as_utterances
+from .membership_records import as_utterances, training_form
 from .membership_references import ReferenceSet, TargetRecipe, train_references
 from .membership_rmia import DEFAULT_GAMMA, DEFAULT_OFFLINE_A, log_ratio, rmia_scores
 
@@ -93,7 +93,8 @@ def resolve_references(references: Any, recipe_k: int, online: bool, seed: int, 
         return references
     if isinstance(references, TargetRecipe):
         if population is None:
-            population = [u for u in references.dataset.valid if u not in set(members) | set(non_members)]
+            taken = {training_form(u) for u in members + non_members}
+            population = [u for u in references.dataset.valid if u not in taken]
             if not population:
                 raise ValueError("references=TargetRecipe(...) needs population records (neither members nor "
                                  "non-members) to train the references on and to compare with; the recipe's dataset "

@@ -1,11 +1,13 @@
 """Members, non-members and population records as a team has them, turned into utterances the scorers read.
 
 Accepted per entry: an :class:`~pytest_privleak.data.types.Utterance`; a
-string (whitespace tokens; for scorers that read only the text, e.g. a
-language model); a ``(text, label)`` pair or a ``{"text": ..., "label": ...}``
-row of a dataset split (a classifier's input and intent). Pairs and strings
+string, kept as a :class:`TextRecord` (still the same string for a team's
+scorer keyed on it, with ``tokens`` for the language-model adapters); a
+``(text, label)`` pair or a ``{"text": ..., "label": ...}`` row of a dataset
+split, made an Utterance (a classifier's input and intent). Pairs and strings
 get the tag ``"O"`` on every token, which a sequence classifier or language
-model never reads; a slot tagger needs real Utterances.
+model never reads; a slot tagger needs real Utterances. Reference models
+train on :func:`training_form` of each record.
 """
 from __future__ import annotations
 
@@ -29,12 +31,44 @@ def _from_text(text: str, intent: str, where: str) -> Utterance:
         raise ValueError(f"{where}: {exc}") from exc
 
 
-def as_utterance(item: Any, where: str) -> Utterance:
-    """One record as an Utterance; ``where`` names it in errors (e.g. ``"members[3]"``)."""
+class TextRecord(str):
+    """A record given as a bare string: equal to (and hashed as) the string, with an Utterance's attributes."""
+
+    utterance: Utterance
+
+    def __new__(cls, text: str, where: str) -> "TextRecord":
+        record = super().__new__(cls, text)
+        record.utterance = _from_text(text, UNLABELLED, where)
+        return record
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        return self.utterance.tokens
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return self.utterance.tags
+
+    @property
+    def intent(self) -> str:
+        return self.utterance.intent
+
+    @property
+    def text(self) -> str:
+        return self.utterance.text
+
+
+def training_form(record: Any) -> Utterance:
+    """The Utterance a reference model trains on for a record from :func:`as_utterances`."""
+    return record.utterance if isinstance(record, TextRecord) else record
+
+
+def as_utterance(item: Any, where: str) -> Any:
+    """One record as an Utterance (or a :class:`TextRecord` for a string); ``where`` names it in errors."""
     if isinstance(item, Utterance):
         return item
     if isinstance(item, str):
-        return _from_text(item, UNLABELLED, where)
+        return TextRecord(item, where)
     if isinstance(item, Mapping):
         text = item.get("text", item.get("sentence"))
         label = item.get("label", item.get("intent"))
@@ -51,17 +85,17 @@ def as_utterance(item: Any, where: str) -> Utterance:
 def as_utterances(name: str, items: Any) -> list[Utterance]:
     """All of ``items`` (a sequence of records, or a dataset split) as Utterances; empty is an error naming ``name``."""
     if isinstance(items, (str, bytes)) or not isinstance(items, (Sequence, Mapping)) and not hasattr(items, "__iter__"):
-        raise TypeError(f"{name} must be a sequence of records (e.g. dataset.train, a list of strings or "
-                        f"(text, label) pairs), got {type(items).__name__}")
+        raise TypeError(f"{name} must be a sequence of utterances (e.g. dataset.train), strings or (text, label) "
+                        f"pairs, got {type(items).__name__}")
     if isinstance(items, Mapping):
         raise TypeError(f"{name} is a mapping; fix: pass its records (a list), e.g. list(zip(texts, labels))")
     records = [as_utterance(item, f"{name}[{i}]") for i, item in enumerate(items)]
     if not records:
-        raise ValueError(f"{name} is empty; fix: pass at least one record (a few hundred give a useful AUC)")
+        raise ValueError(f"{name} is empty; fix: pass at least one utterance (a few hundred give a useful AUC)")
     return records
 
 
-def redacted(u: Utterance) -> str:
+def redacted(u: Any) -> str:
     """A record that may leave the team: the first 12 hex digits of its text's SHA-256 and its length."""
     digest = hashlib.sha256(u.text.encode("utf-8")).hexdigest()[:12]
     return f"sha256:{digest} ({len(u.tokens)} tokens)"

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..data.types import Utterance
+from .membership_records import training_form
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ class ReferenceSet:
     def trained_on(self, records: Sequence[Utterance]) -> np.ndarray:
         """``[k, len(records)]`` bool: which reference trained on each record (False for records not in the pool)."""
         index = {u: i for i, u in enumerate(self.pool)}
-        columns = np.array([index.get(u, -1) for u in records])
+        columns = np.array([index.get(training_form(u), -1) for u in records], dtype=np.int64)
         inside = columns >= 0
         out = np.zeros((self.k, len(records)), dtype=bool)
         out[:, inside] = self.in_pool[:, columns[inside]]
@@ -139,8 +140,8 @@ def train_references(recipe: TargetRecipe, candidates: Sequence[Utterance], popu
         raise TypeError(f"recipe must be a TargetRecipe (how the target was trained), got {type(recipe).__name__}; "
                         "fix: TargetRecipe(dataset, kind='lstm-lm', config={...}, cache=cache) or "
                         "TargetRecipe(dataset, train=my_train, build=my_build, wrap=MyAdapter, cache=cache)")
-    population = tuple(dict.fromkeys(population))
-    candidates = tuple(dict.fromkeys(candidates))
+    population = tuple(dict.fromkeys(training_form(u) for u in population))
+    candidates = tuple(dict.fromkeys(training_form(u) for u in candidates))
     shared = set(population) & set(candidates)
     if shared:
         sample = next(iter(shared)).text
