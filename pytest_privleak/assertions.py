@@ -1,7 +1,9 @@
 """The public ``assert_*`` helpers: run an attack, build a :class:`LeakResult`, record it, raise.
 
 Each helper is a thin shell: the attack maths lives in ``attacks/`` and
-``ldp/``; here the figure meets its threshold and becomes a message.
+``ldp/``; here the figure meets its threshold and becomes a message. Every
+re-exported helper also accepts models trained over several seeds
+(``SeedModels``, issue 26) wherever it takes a model: see :func:`over_seeds`.
 """
 from __future__ import annotations
 
@@ -22,14 +24,14 @@ def check(result: LeakResult) -> LeakResult:
 _HELPERS = {
     "assert_cea_accuracy_at_most": ".attacks.cea_assertion",
     "assert_exposure_below": ".attacks.exposure_assertion",
-    "assert_d_exposure_below": ".attacks.exposure_assertion",
+    "assert_d_exposure_below": ".attacks.d_exposure_assertion",
     "assert_ldp_holds": ".ldp.assertion",
     "assert_membership_auc_at_most": ".attacks.membership_assertion",
     "assert_mix_and_match_rank_at_least": ".attacks.mix_and_match_assertion",
     "assert_embedding_inversion_at_most": ".embeddings.inversion_assertion",
     "measure_cea": ".attacks.cea_assertion",
     "measure_exposure": ".attacks.exposure_assertion",
-    "measure_d_exposure": ".attacks.exposure_assertion",
+    "measure_d_exposure": ".attacks.d_exposure_assertion",
     "measure_ldp": ".ldp.assertion",
     "measure_membership": ".attacks.membership_assertion",
     "measure_mix_and_match": ".attacks.mix_and_match_assertion",
@@ -41,9 +43,37 @@ _HELPERS = {
 __all__ = ["check", *sorted(_HELPERS)]
 
 
+def over_seeds(function):
+    """``function`` (an ``assert_*`` / ``measure_*`` helper) that, given models trained over several seeds
+    (:class:`~pytest_privleak.targets.seeds.SeedModels`) for any argument, measures each and returns one
+    figure over the seeds (:mod:`pytest_privleak.attacks.over_seeds`); other calls pass straight through."""
+    from functools import wraps
+
+    @wraps(function)
+    def helper(*args, **kwargs):
+        __tracebackhide__ = True
+        if not _has_seed_models(args, kwargs):
+            return function(*args, **kwargs)
+        from .attacks.over_seeds import run_over_seeds, seed_sets
+
+        return run_over_seeds(function, args, kwargs, seed_sets(args, kwargs))
+
+    return helper
+
+
+def _has_seed_models(args: tuple, kwargs: dict) -> bool:
+    """Cheap test (no import of the targets package unless it is loaded) for a ``SeedModels`` argument."""
+    import sys
+
+    module = sys.modules.get("pytest_privleak.targets.seeds")
+    return module is not None and any(isinstance(v, module.SeedModels) for v in (*args, *kwargs.values()))
+
+
 def __getattr__(name: str):
     if name in _HELPERS:
         from importlib import import_module
 
-        return getattr(import_module(_HELPERS[name], __package__), name)
+        helper = over_seeds(getattr(import_module(_HELPERS[name], __package__), name))
+        globals()[name] = helper  # resolved once
+        return helper
     raise AttributeError(f"module 'pytest_privleak.assertions' has no attribute {name!r}")

@@ -15,6 +15,17 @@ A result is matched with the baseline entry of the same key (test node id +
 
 New results (not in the baseline) are listed, never gated.
 
+Figures measured over ``k >= 2`` training seeds (``per_seed``, issue 26) are
+compared as distributions, not points: a regression is a one-sided Welch t
+test (:func:`seed_test`) of the run's per-seed figures against the baseline's
+at :data:`SEED_ALPHA`; the tolerance rule applies to ``k = 1`` (and when
+neither side varies over seeds, so no test is possible). Welch, not
+Mann-Whitney: with 3 seeds a side the smallest one-sided Mann-Whitney p is
+1/20 = 0.05, so it could never reject at 5 %, and with 5 a side it has far
+fewer attainable levels; Welch also does not assume equal spread (a change can
+make a figure steadier or noisier). A baseline saved with another ``k`` than
+the run's cannot be compared (an invalid entry naming both).
+
 Tolerances come from the baseline file or the ini, never from the run under
 test, so a change cannot raise its own tolerance and pass. When a baseline is
 saved, each entry stores the tolerance resolved then (:func:`saved_tolerance`:
@@ -46,6 +57,9 @@ DEFAULT_TOLERANCES: dict[str, float] = {
     "mix-and-match.rank": 1.0,
 }
 FALLBACK_TOLERANCE = 0.05
+#: One-sided level of the seed test: the gate's false-alarm rate on seed-only changes, if the per-seed
+#: figures are near normal (measured by bench/bench_seeds.py).
+SEED_ALPHA = 0.05
 _EPS = 1e-12
 ALLOW_MISSING_HOW = "--privleak-allow-missing (ini: privleak_allow_missing = true)"
 
@@ -99,6 +113,54 @@ def _worsening(direction: str, before: float, after: float) -> float:
     return math.inf if math.isnan(delta) else delta
 
 
+def seed_count(result: dict[str, Any]) -> int:
+    """How many training seeds a stored result was measured over (1: one draw, no ``per_seed``)."""
+    return max(len(result.get("per_seed") or ()), 1)
+
+
+def _mean(values: list[float]) -> float:
+    return math.fsum(values) / len(values)
+
+
+def seed_test(direction: str, before: list[float], after: list[float]) -> tuple[float, float] | None:
+    """One-sided Welch t test that ``after`` leaks more than ``before`` (larger for ``at_most``, smaller for
+    ``at_least``): ``(p for worse, p for better)``; ``None`` when neither sample varies (no test possible)."""
+    from scipy.stats import ttest_ind
+
+    if len(before) < 2 or len(after) < 2:
+        raise ValueError(f"the seed test needs at least 2 seeds a side, got {len(before)} and {len(after)}")
+    if not all(math.isfinite(v) for v in (*before, *after)):
+        return None
+    if len(set(before)) == 1 and len(set(after)) == 1:
+        return None
+    worse = "greater" if direction == "at_most" else "less"
+    better = "less" if direction == "at_most" else "greater"
+    p_worse = float(ttest_ind(after, before, equal_var=False, alternative=worse).pvalue)
+    p_better = float(ttest_ind(after, before, equal_var=False, alternative=better).pvalue)
+    return p_worse, p_better
+
+
+def _seed_change(change: dict[str, Any], old: dict[str, Any], new: dict[str, Any], alpha: float) -> str:
+    """Fill ``change`` for figures over seeds (means, both sets, the test); return regression/improvement/same."""
+    before, after = [figure(v) for v in old["per_seed"]], [figure(v) for v in new["per_seed"]]
+    change.update({"before": _mean(before), "after": _mean(after), "before_seeds": before, "after_seeds": after,
+                   "alpha": alpha})
+    tested = seed_test(change["direction"], before, after)
+    if tested is None:  # no spread on either side: the tolerance rule on the means
+        change["rule"] = "tolerance (the figures do not vary over seeds, so no test)"
+        worse = _worsening(change["direction"], change["before"], change["after"])
+        return ("regression" if worse > change["tolerance"] + _EPS
+                else "improvement" if -worse > change["tolerance"] + _EPS else "same")
+    change["rule"] = f"one-sided Welch t over seeds, alpha {alpha:g}"
+    change["p_value"] = tested[0]
+    if tested[0] < alpha:
+        return "regression"
+    if tested[1] < alpha:
+        change["p_value"] = tested[1]
+        return "improvement"
+    return "same"
+
+
 def _index(report: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
     return {r["key"]: (t["nodeid"], r) for t in report.get("tests", []) for r in t.get("results", [])}
 
@@ -132,14 +194,28 @@ def _tolerance_notes(key: str, result: dict[str, Any], tol: float, source: str,
     return notes
 
 
+def _seed_mismatch(old: dict[str, Any], new: dict[str, Any]) -> str | None:
+    k_old, k_new = seed_count(old), seed_count(new)
+    if k_old == k_new:
+        return None
+    return (f"the baseline was saved with {k_old} training seed(s) (k={k_old}) and this run measured {k_new} "
+            f"(k={k_new}), so their figures are different statistics; fix: run with --privleak-seeds {k_old} (or "
+            f"seeds={k_old}), or re-save the baseline on the main branch with --privleak-seeds {k_new}")
+
+
 def compare(current: dict[str, Any], baseline: dict[str, Any], overrides: dict[str, float], path: str, *,
-            allow_missing: bool = False, errors: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+            allow_missing: bool = False, errors: list[str] | tuple[str, ...] = (),
+            alpha: float = SEED_ALPHA) -> dict[str, Any]:
     """The ``baseline`` part of the report: regressions, improvements, invalid, new, missing, verdict.
 
-    ``errors`` are problems found before comparing (e.g. unusable keys); they fail the gate.
+    ``errors`` are problems found before comparing (e.g. unusable keys); they fail the gate. ``alpha``:
+    the one-sided level of the seed test for figures over ``k >= 2`` seeds. ``seeds`` lists every
+    compared figure over seeds with both sets of per-seed figures (the report draws them).
     """
+    if not (isinstance(alpha, (int, float)) and 0.0 < alpha < 0.5):
+        raise ValueError(f"the seed test's alpha={alpha!r} must lie in (0, 0.5), e.g. 0.05")
     now, before = _index(current), _index(baseline)
-    regressions, improvements, invalid, notes = [], [], [], []
+    regressions, improvements, invalid, notes, seeds = [], [], [], [], []
     for key, (nodeid, result) in now.items():
         if key not in before:
             continue
@@ -149,20 +225,26 @@ def compare(current: dict[str, Any], baseline: dict[str, Any], overrides: dict[s
         change = {"key": key, "nodeid": nodeid, "metric": f"{result['attack']}.{result['metric']}",
                   "label": result.get("label") or "", "direction": result["direction"],
                   "before": b, "after": a, "tolerance": tol, "tolerance_source": source}
-        reason = _uncomparable(old, result, b, a)
+        reason = _uncomparable(old, result, b, a) or _seed_mismatch(old, result)
         if reason:
             invalid.append({**change, "reason": reason})
             continue
-        worse = _worsening(result["direction"], b, a)
-        if worse > tol + _EPS:
+        if seed_count(old) > 1:
+            outcome = _seed_change(change, old, result, alpha)
+            seeds.append({**change, "outcome": outcome})
+        else:
+            worse = _worsening(result["direction"], b, a)
+            outcome = "regression" if worse > tol + _EPS else "improvement" if -worse > tol + _EPS else "same"
+        if outcome == "regression":
             regressions.append(change)
-        elif -worse > tol + _EPS:
+        elif outcome == "improvement":
             improvements.append(change)
         notes += _tolerance_notes(key, result, tol, source, overrides)
     comparison = {"path": str(path), "passed": False, "regressions": regressions, "improvements": improvements,
                   "invalid": invalid, "new": sorted(set(now) - set(before)),
                   "vanished": sorted(set(before) - set(now)), "compared": len(set(now) & set(before)),
-                  "allow_missing": bool(allow_missing), "errors": list(errors), "notes": notes}
+                  "allow_missing": bool(allow_missing), "errors": list(errors), "notes": notes,
+                  "seeds": seeds}
     comparison["passed"] = gate_exit(comparison) is None
     return comparison
 
@@ -170,7 +252,7 @@ def compare(current: dict[str, Any], baseline: dict[str, Any], overrides: dict[s
 def failed_comparison(path: str, error: str) -> dict[str, Any]:
     """The ``baseline`` part when the comparison itself could not run: the gate fails, naming why."""
     return {"path": str(path), "passed": False, "regressions": [], "improvements": [], "invalid": [], "new": [],
-            "vanished": [], "compared": 0, "allow_missing": False, "errors": [error], "notes": []}
+            "vanished": [], "compared": 0, "allow_missing": False, "errors": [error], "notes": [], "seeds": []}
 
 
 def gate_exit(comparison: dict[str, Any]) -> pytest.ExitCode | None:
@@ -195,9 +277,22 @@ def describe_change(change: dict[str, Any]) -> str:
     before, after, tol = figure(change["before"]), figure(change["after"]), figure(change["tolerance"])
     moved = abs(_worsening(change["direction"], before, after))
     rule = "must not grow" if change["direction"] == "at_most" else "must not shrink"
+    if change.get("before_seeds") is not None:
+        return _describe_seed_change(change, label, rule)
     source = f" ({change['tolerance_source']})" if change.get("tolerance_source") else ""
     return (f"{change['nodeid']} {change['metric']}{label}: before {_num(before)}, after {_num(after)} "
             f"(moved {_num(moved)}, tolerance {_num(tol)}{source}; {rule})")
+
+
+def _describe_seed_change(change: dict[str, Any], label: str, rule: str) -> str:
+    """``... : mean before 2.000 (seeds 1.000, 2.000, 3.000), after 5.000 (...); one-sided Welch t p = 0.011 ...``."""
+    seeds = lambda values: ", ".join(_num(figure(v)) for v in values)  # noqa: E731
+    k = len(change["before_seeds"])
+    head = (f"{change['nodeid']} {change['metric']}{label}: mean over {k} seeds before {_num(figure(change['before']))} "
+            f"({seeds(change['before_seeds'])}), after {_num(figure(change['after']))} ({seeds(change['after_seeds'])})")
+    if change.get("p_value") is None:
+        return f"{head}; {change.get('rule', 'tolerance')}, tolerance {_num(figure(change['tolerance']))}; {rule}"
+    return f"{head}; {change['rule']}: p = {change['p_value']:.3g}; {rule}"
 
 
 def _missing_fix(path: str) -> str:
@@ -234,7 +329,10 @@ def gate_lines(comparison: dict[str, Any]) -> list[str]:
         lines.append(f"privleak baseline gate FAILED: nothing was compared: no result of this run has a "
                      f"counterpart in {path}; is it the baseline of this test suite?")
     if comparison.get("passed"):
-        lines.append(f"privleak baseline gate passed: {compared} result(s) compared with {path}, none worse "
+        over = len(comparison.get("seeds", []))
+        how = (f" ({over} over training seeds, by a one-sided Welch t test at alpha "
+               f"{comparison['seeds'][0].get('alpha', SEED_ALPHA):g})" if over else "")
+        lines.append(f"privleak baseline gate passed: {compared} result(s) compared with {path}{how}, none worse "
                      "than its tolerance")
     if missing and allowed:
         lines += [f"  missing, allowed by --privleak-allow-missing (not gated): {key}" for key in missing]

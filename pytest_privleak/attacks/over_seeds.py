@@ -1,0 +1,234 @@
+"""One figure over several training seeds: per-seed figures, their mean, an interval over seeds, a verdict.
+
+Any ``assert_*`` / ``measure_*`` helper given a
+:class:`~pytest_privleak.targets.seeds.SeedModels` runs once per member with
+its recording suppressed (:func:`run_over_seeds`); each figure it recorded is
+then summarised over the seeds into ONE :class:`LeakResult` (:func:`aggregate`):
+
+* a rate that the member results give as counts (``extra`` ``correct`` /
+  ``n_trials``, or ``successes`` / ``trials``, whose ratio is the figure) is
+  pooled over seeds and gets an exact Clopper-Pearson interval
+  (:mod:`pytest_privleak.stats`);
+* any other figure gets a Student t interval over the ``k`` per-seed figures
+  (mean +- t_{k-1} s / sqrt(k)); a seed whose figure is infinite makes the
+  interval the range of the figures, said so.
+
+The verdict (issue 26): an ``at_most`` limit fails when the one-sided upper
+confidence bound over seeds exceeds it, an ``at_least`` limit when the
+one-sided lower bound falls below it: a pipeline that plausibly leaks fails.
+The result's ``value`` is that bound when there is a limit, else the mean; the
+mean, the worst seed and the share of seeds over the limit go into ``extra``,
+the per-seed figures into ``per_seed``. ``k = 1`` keeps the member's result
+as it is and says in its evidence that the figure is one draw.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any, Iterator
+
+from .. import results as _results
+from ..results import LeakResult, PrivacyLeakError, _fmt
+
+#: The counts (successes, trials) that make a figure a pooled rate.
+COUNT_FIELDS = (("correct", "n_trials"), ("successes", "trials"))
+DEFAULT_CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class OverSeeds:
+    """A figure summarised over ``k`` seeds: mean, two-sided interval, one-sided bounds, and how."""
+
+    values: tuple[float, ...]
+    mean: float
+    interval: tuple[float, float]
+    lower: float
+    upper: float
+    method: str
+
+
+def t_summary(values: Sequence[float], confidence: float = DEFAULT_CONFIDENCE) -> OverSeeds:
+    """Student t summary of per-seed figures: the two-sided ``confidence`` interval of the mean and the
+    one-sided ``confidence`` bounds (mean -+ t_{k-1, confidence} s / sqrt(k)). Needs ``k >= 2``."""
+    from scipy.stats import t as student
+
+    vals = tuple(float(v) for v in values)
+    k = len(vals)
+    if k < 2:
+        raise ValueError(f"an interval over seeds needs at least 2 seeds, got {k}")
+    if not all(math.isfinite(v) for v in vals):
+        lo, hi = min(vals), max(vals)
+        mean = math.fsum(vals) / k if not (math.inf in vals and -math.inf in vals) else math.nan
+        return OverSeeds(vals, mean, (lo, hi), lo, hi,
+                         "range of the per-seed figures (a seed's figure is infinite, so no t interval)")
+    mean = math.fsum(vals) / k
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in vals) / (k - 1))
+    se = sd / math.sqrt(k)
+    two = float(student.ppf((1 + confidence) / 2, k - 1)) * se
+    one = float(student.ppf(confidence, k - 1)) * se
+    return OverSeeds(vals, mean, (mean - two, mean + two), mean - one, mean + one,
+                     f"Student t over {k} seeds ({k - 1} df), s = {_fmt(sd)}")
+
+
+def pooled_rate_summary(successes: Sequence[float], trials: Sequence[float],
+                        confidence: float = DEFAULT_CONFIDENCE) -> OverSeeds:
+    """A rate pooled over seeds: sum of successes over sum of trials, with the exact Clopper-Pearson
+    two-sided interval and one-sided bounds at ``confidence``."""
+    from ..stats import clopper_pearson, clopper_pearson_lower, clopper_pearson_upper
+
+    hits, n = int(round(math.fsum(successes))), int(round(math.fsum(trials)))
+    rates = tuple(float(s) / float(t) for s, t in zip(successes, trials))
+    return OverSeeds(rates, hits / n, clopper_pearson(hits, n, confidence), clopper_pearson_lower(hits, n, confidence),
+                     clopper_pearson_upper(hits, n, confidence),
+                     f"Clopper-Pearson, pooled over {len(rates)} seeds ({hits}/{n})")
+
+
+def _counts(result: LeakResult) -> tuple[float, float] | None:
+    for hits, trials in COUNT_FIELDS:
+        s, n = result.extra.get(hits), result.extra.get(trials)
+        if s is not None and n is not None and n > 0 and float(s).is_integer() and float(n).is_integer() \
+                and abs(s / n - result.value) <= 1e-9:
+            return float(s), float(n)
+    return None
+
+
+def summarise(members: Sequence[LeakResult], confidence: float) -> OverSeeds:
+    """Pooled Clopper-Pearson when every member gives its rate as counts, else Student t."""
+    counts = [_counts(r) for r in members]
+    if all(c is not None for c in counts):
+        return pooled_rate_summary([c[0] for c in counts], [c[1] for c in counts], confidence)
+    return t_summary([r.value for r in members], confidence)
+
+
+def _violates(direction: str, value: float, threshold: float) -> bool:
+    return value > threshold if direction == "at_most" else value < threshold
+
+
+def _combined_target(members: Sequence[LeakResult], seeds: Sequence[int]) -> dict[str, Any]:
+    hashes = [str((r.target or {}).get("content_hash") or "") for r in members]
+    target = {k: v for k, v in (members[0].target or {}).items() if k not in ("content_hash", "seed")}
+    target["seeds"] = list(seeds)
+    if all(hashes):
+        target["member_hashes"] = hashes
+        target["content_hash"] = hashlib.sha256("\n".join(hashes).encode()).hexdigest()
+    return target
+
+
+def one_draw(result: LeakResult, seed: int) -> LeakResult:
+    """A ``k = 1`` result, unchanged but for evidence that says it is one draw of the training seed."""
+    note = (f"one draw: the figure of one model (training seed {seed}); a retrain with another seed may differ, "
+            "so give seeds=k (or --privleak-seeds k) for a figure that holds across training seeds")
+    return replace(result, evidence={**result.evidence, "over seeds": note})
+
+
+def aggregate(members: Sequence[LeakResult], seeds: Sequence[int]) -> LeakResult:
+    """One :class:`LeakResult` for the same figure measured on the models of ``seeds`` (see the module doc)."""
+    if len(members) != len(seeds) or not members:
+        raise ValueError(f"aggregate needs one result per seed, got {len(members)} result(s) for seeds {list(seeds)}")
+    first = members[0]
+    if len(members) == 1:
+        return one_draw(first, seeds[0])
+    confidence = first.confidence or DEFAULT_CONFIDENCE
+    summary = summarise(members, confidence)
+    direction, threshold = first.direction, first.threshold
+    worst_i = max(range(len(members)), key=lambda i: summary.values[i] if direction == "at_most"
+                  else -summary.values[i])
+    bound = summary.upper if direction == "at_most" else summary.lower
+    side = "upper" if direction == "at_most" else "lower"
+    per_seed = ", ".join(f"seed {s}: {_fmt(v)}" for s, v in zip(seeds, summary.values))
+    extra = {"mean": summary.mean, f"{side}_bound": bound, "worst_seed": float(seeds[worst_i]),
+             "worst_figure": summary.values[worst_i], "seeds": float(len(members))}
+    evidence = {"per seed": per_seed, "over seeds": f"mean {_fmt(summary.mean)}; {confidence:.0%} interval over "
+                f"seeds by {summary.method}"}
+    if threshold is not None:
+        over = sum(_violates(direction, v, threshold) for v in summary.values)
+        extra["share_over_limit"] = over / len(members)
+        evidence["verdict on"] = (f"the one-sided {confidence:.0%} {side} bound over seeds ({_fmt(bound)}), not the "
+                                  f"mean: a pipeline that plausibly leaks fails; {over} of {len(members)} seeds "
+                                  f"{'violate' if over != 1 else 'violates'} the limit, the worst is seed "
+                                  f"{seeds[worst_i]} ({_fmt(summary.values[worst_i])})")
+    for key, value in first.extra.items():  # member extras as means over seeds, e.g. cea's HDT
+        if key not in extra and all(key in r.extra for r in members):
+            extra[f"{key}_mean"] = math.fsum(r.extra[key] for r in members) / len(members)
+    evidence.update({f"seed {seeds[0]}: {k}": v for k, v in first.evidence.items()})
+    return replace(first, value=bound if threshold is not None else summary.mean, interval=summary.interval,
+                   confidence=confidence, evidence=evidence, extra=extra, target=_combined_target(members, seeds),
+                   per_seed=summary.values)
+
+
+@contextmanager
+def _collected() -> Iterator[list[LeakResult]]:
+    """Record into a private list inside the block (the member runs), then restore the test's sink."""
+    saved = getattr(_results._local, "sink", None)  # the plugin's per-test list, or None outside pytest
+    sink: list[LeakResult] = []
+    _results.set_sink(sink)
+    try:
+        yield sink
+    finally:
+        _results.set_sink(saved)
+
+
+def _keyed(found: Sequence[LeakResult]) -> dict[tuple[str, str, int], LeakResult]:
+    out, seen = {}, {}
+    for r in found:
+        base = (r.name, r.label)
+        seen[base] = seen.get(base, 0) + 1
+        out[(*base, seen[base])] = r
+    return out
+
+
+def _member_args(args: tuple, kwargs: dict, index: int) -> tuple[tuple, dict]:
+    from ..targets.seeds import SeedModels
+
+    pick = lambda v: v[index] if isinstance(v, SeedModels) else v  # noqa: E731
+    return tuple(pick(a) for a in args), {k: pick(v) for k, v in kwargs.items()}
+
+
+def seed_sets(args: tuple, kwargs: dict) -> list:
+    """The :class:`SeedModels` among a call's arguments (several must have the same seeds)."""
+    from ..targets.seeds import SeedModels
+
+    found = [v for v in (*args, *kwargs.values()) if isinstance(v, SeedModels)]
+    for other in found[1:]:
+        if other.seeds != found[0].seeds:
+            raise ValueError(f"the models over seeds passed together must share their seeds: {found[0]!r} and "
+                             f"{other!r}; fix: train them with the same seeds=k and seed=")
+    return found
+
+
+def run_over_seeds(function: Callable[..., Any], args: tuple, kwargs: dict, sets: list) -> Any:
+    """Call ``function`` once per seed with each :class:`SeedModels` replaced by its member, then record one
+    aggregate per recorded figure and return them in the shape the function returns (raising
+    :class:`PrivacyLeakError` for the first failing aggregate)."""
+    __tracebackhide__ = True
+    seeds = sets[0].seeds
+    per_seed: list[dict] = []
+    shape: Any = None
+    for index in range(len(seeds)):
+        member_args, member_kwargs = _member_args(args, kwargs, index)
+        with _collected() as sink:
+            try:
+                returned = function(*member_args, **member_kwargs)
+            except PrivacyLeakError as exc:
+                returned = exc.result
+        listed = returned if isinstance(returned, list) else [returned]
+        per_seed.append(_keyed(sink) or _keyed([r for r in listed if isinstance(r, LeakResult)]))
+        if index == 0:
+            shape = returned
+    keys = list(per_seed[0]) + [key for found in per_seed[1:] for key in found if key not in per_seed[0]]
+    keys = list(dict.fromkeys(keys))
+    aggregates = {}
+    for key in keys:
+        present = [(s, found[key]) for s, found in zip(seeds, per_seed) if key in found]
+        aggregates[key] = _results.record(aggregate([r for _, r in present], [s for s, _ in present]))
+    failing = next((r for r in aggregates.values() if not r.passed), None)
+    if failing is not None:
+        raise PrivacyLeakError(failing)
+    if isinstance(shape, LeakResult):
+        return aggregates.get(next(iter(_keyed([shape]))), shape)
+    if isinstance(shape, list) and all(isinstance(item, LeakResult) for item in shape):
+        return [aggregates.get(key, item) for key, item in _keyed(shape).items()]
+    return shape

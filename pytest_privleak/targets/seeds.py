@@ -1,0 +1,138 @@
+"""A target trained over several training seeds: the pipeline's figure, not one draw of it (issue 26).
+
+Two models that differ only in their training seed can give very different
+figures (the issue measured a pin ranked 1st by seeds 0-2 and 14th by seed
+12), so a gate on one model flags noise or misses a regression.
+:func:`train_target_seeds` and :func:`train_own_model_seeds` train the same
+target with seeds ``s, s+1, ..., s+k-1``, each through the ordinary
+``train_target`` / ``train_own_model`` call (so each is cached once per content
+hash and a warm run loads all ``k``), and return a :class:`SeedModels`. Every
+``assert_*`` / ``measure_*`` helper given a ``SeedModels`` measures each member
+and aggregates (:mod:`pytest_privleak.attacks.over_seeds`).
+
+Under xdist, worker ``gwN`` trains the seeds in an order rotated by ``N``, so
+``k`` workers whose tests need the same ``k`` models each train a different
+one first and load the others from the cache (the cache's lease makes a
+second worker wait for, not repeat, a training under way).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+__all__ = ["SeedModels", "SeedIgnoredWarning", "check_seed_count", "train_over_seeds", "train_target_seeds",
+           "train_own_model_seeds"]
+
+
+class SeedIgnoredWarning(UserWarning):
+    """The ``k`` models trained with different seeds are identical: the training function ignores its seed."""
+
+
+def check_seed_count(seeds: Any, what: str = "seeds") -> int:
+    """``seeds`` as an int >= 1, else ``ValueError`` naming ``what`` and the fix."""
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+        raise ValueError(f"{what}={seeds!r} must be an integer >= 1 (the number of training seeds, each a model "
+                         "trained once); fix: seeds=1 for one draw (today's behaviour), seeds=3 or 5 for a figure "
+                         "that holds across retrains")
+    return int(seeds)
+
+
+class SeedModels(Sequence):
+    """``k`` trained targets that differ only in their training seed, in seed order.
+
+    A read-only sequence (not a list or tuple, so no attack mistakes it for an
+    ensemble of targets); ``seeds`` holds the training seed of each member and
+    ``name`` what trained them (named in messages and warnings).
+    """
+
+    def __init__(self, models: Sequence[Any], seeds: Sequence[int], name: str = "") -> None:
+        models, seeds = list(models), [int(s) for s in seeds]
+        if not models:
+            raise ValueError("SeedModels needs at least one model; fix: train with seeds=k, k >= 1")
+        if len(models) != len(seeds):
+            raise ValueError(f"SeedModels got {len(models)} model(s) but {len(seeds)} seed(s); give one seed per model")
+        if len(set(seeds)) != len(seeds):
+            raise ValueError(f"SeedModels seeds {seeds} repeat a seed; each member must have its own training seed")
+        self._models, self.seeds, self.name = tuple(models), tuple(seeds), name
+
+    def __len__(self) -> int:
+        return len(self._models)
+
+    def __getitem__(self, index):
+        return self._models[index]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._models)
+
+    def __repr__(self) -> str:
+        return f"SeedModels({self.name or 'targets'}, seeds={list(self.seeds)})"
+
+
+def _weights_digest(model: Any) -> str | None:
+    """SHA-256 of a model's weights (a torch module, or an adapter holding one), or None when none is found."""
+    import torch
+
+    module = model if isinstance(model, torch.nn.Module) else None
+    if module is None:
+        for value in vars(model).values() if hasattr(model, "__dict__") else ():
+            if isinstance(value, torch.nn.Module):
+                module = value
+                break
+    if module is None:
+        return None
+    digest = hashlib.sha256()
+    for key, tensor in sorted(module.state_dict().items()):
+        digest.update(key.encode())
+        digest.update(tensor.detach().to("cpu").contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def _worker_offset(k: int) -> int:
+    """This xdist worker's number mod ``k`` (0 outside xdist): where its training order starts."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    digits = worker[2:] if worker.startswith("gw") else ""
+    return int(digits) % k if digits.isdigit() else 0
+
+
+def train_over_seeds(train_one: Callable[[int], Any], seeds: int, *, seed: int = 0, name: str = "target") -> SeedModels:
+    """``train_one(s)`` for ``s = seed .. seed+seeds-1`` as a :class:`SeedModels`; warns if all come out the same.
+
+    ``name`` names the training function in the warning.
+    """
+    k = check_seed_count(seeds)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed={seed!r} must be an integer (the first training seed)")
+    order = [seed + (i + _worker_offset(k)) % k for i in range(k)]
+    trained = {s: train_one(s) for s in order}
+    members = [trained[s] for s in range(seed, seed + k)]
+    if k > 1:
+        digests = {_weights_digest(m) for m in members}
+        if len(digests) == 1 and None not in digests:
+            warnings.warn(SeedIgnoredWarning(
+                f"{name}: the {k} models trained with seeds {seed}..{seed + k - 1} have identical weights, so the "
+                "training function ignores its seed and the figures over seeds are one draw repeated; fix: seed "
+                "the model's initialisation and data order with the seed argument it is given (do not call "
+                "torch.manual_seed with a constant inside it)"), stacklevel=3)
+    return SeedModels(members, list(range(seed, seed + k)), name=name)
+
+
+def train_target_seeds(kind: str, dataset: Any, *, seeds: int, seed: int = 0, device: str = "cpu", cache=None,
+                       **config: Any) -> SeedModels:
+    """The built-in target ``kind`` trained with ``seeds`` training seeds (see :func:`..train_target`)."""
+    from . import train_target
+
+    return train_over_seeds(lambda s: train_target(kind, dataset, device=device, cache=cache, seed=s, **config),
+                            seeds, seed=seed, name=f"train_target({kind!r})")
+
+
+def train_own_model_seeds(train: Callable[..., Any], dataset: Any, *, seeds: int, seed: int = 0,
+                          **options: Any) -> SeedModels:
+    """Your own model (see :func:`.own_model.train_own_model`) trained with ``seeds`` training seeds."""
+    from .own_model import train_own_model
+
+    label = f"{getattr(train, '__module__', '?')}:{getattr(train, '__qualname__', repr(train))}"
+    return train_over_seeds(lambda s: train_own_model(train, dataset, seed=s, **options), seeds, seed=seed,
+                            name=f"train_own_model({label})")
