@@ -210,6 +210,7 @@ def test_audit():
 """
 
 
+@pytest.mark.slow  # two pytest subprocesses per case: 36-41 s on the shared machine
 @pytest.mark.parametrize("key", [None, "kept outside the cache"])
 def test_a_url_cache_trusts_results_only_with_a_key(pytester, tmp_path, monkeypatch, key):
     pytest.importorskip("fsspec")
