@@ -53,12 +53,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--privleak-allow-missing", dest="privleak_allow_missing", action="store_true",
                     default=False,
                     help="baseline entries with no result in this run (skipped, deselected) are listed, "
-                         "not failed")
+                         "not failed (only from the command line or PYTEST_ADDOPTS, never from the ini)")
+    group.addoption("--privleak-tolerance", dest="privleak_tolerance", action="append", default=[],
+                    metavar="ATTACK.METRIC=T",
+                    help="gate tolerance for baseline entries that store none, and for a baseline saved by this "
+                         "run (repeatable; 'attack.metric=T', 'metric=T' or 'default=T'); only from the command "
+                         "line or PYTEST_ADDOPTS: the ini may tighten tolerances, never raise them")
     group.addoption("--privleak-save-baseline", dest="privleak_save_baseline", default=None, metavar="PATH",
                     help="write this run's results as a baseline file (a report.json) to PATH")
-    parser.addini("privleak_tolerance", "baseline gate tolerances, one 'attack.metric=T', 'metric=T' or "
-                  "'default=T' a line", type="linelist", default=[])
-    parser.addini("privleak_allow_missing", "default for --privleak-allow-missing", type="bool", default=False)
+    parser.addini("privleak_tolerance", "tolerances stored in a saved baseline, one 'attack.metric=T', 'metric=T' "
+                  "or 'default=T' a line; when gating, only those that tighten the built-in ones apply",
+                  type="linelist", default=[])
+    parser.addini("privleak_allow_missing", "ignored by the gate (the checkout under test must not excuse its own "
+                  "missing results): pass --privleak-allow-missing on the command line", type="bool",
+                  default=False)
     parser.addini("privleak_device", "default for --privleak-device", default="")
     parser.addini("privleak_devices", "default for --privleak-devices", default="")
     parser.addini("privleak_seed", "default for --privleak-seed", default="")

@@ -338,7 +338,7 @@ class ResultCollector(Recorder):
         problems = key_problems(report["tests"])
         path = str(settings.baseline)
         try:
-            comparison = compare(report, self.baseline, settings.tolerances, path,
+            comparison = compare(report, self.baseline, settings.gate_tolerances, path,
                                  allow_missing=settings.allow_missing, errors=problems)
         except Exception as exc:
             comparison = failed_comparison(path, f"the comparison could not run ({type(exc).__name__}: {exc}); "
@@ -348,13 +348,15 @@ class ResultCollector(Recorder):
 
     def _write(self, report: dict[str, Any]) -> bool:
         """Write the report folder and the baseline asked for; ``False`` if the baseline was refused."""
-        from ..report.baseline_file import baseline_to_save
+        from ..report.baseline_file import baseline_to_save, sign, with_tolerances
         from ..report.writer import write_baseline, write_report
 
         settings = self.settings
         if settings.report_dir is not None:
             try:
-                self.written.update(write_report(report, settings.report_dir))
+                # With the tolerances it was written with (and signed): usable as a baseline as it is.
+                self.written.update(write_report(sign(with_tolerances(report, settings.tolerances)[0]),
+                                                 settings.report_dir))
             except OSError as exc:
                 self.errors.append(f"privleak could not write its report: {exc}; check that the folder is "
                                    "writable")
@@ -384,6 +386,8 @@ class ResultCollector(Recorder):
             lines = list(self.errors)
         else:
             lines = report_lines(self.report, self.collected, self.written, self.errors)
+        if self.settings.baseline is not None:
+            lines += list(self.settings.ignored)
         if not lines:
             return
         terminalreporter.section("privleak results")

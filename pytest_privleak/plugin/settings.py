@@ -5,6 +5,8 @@ name the option and what it accepts.
 """
 from __future__ import annotations
 
+import os
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,8 +25,14 @@ class Settings:
     report_dir: Path | None = None
     baseline: Path | None = None
     save_baseline: Path | None = None
+    #: tolerances resolved into a saved baseline or a written report.json: the ini's, then the command line's
     tolerances: dict[str, float] = field(default_factory=dict)
+    #: tolerances the gate may apply to baseline entries that store none: the command line's, and the ini's
+    #: only where they tighten the built-in default (the checkout under test must not loosen its own gate)
+    gate_tolerances: dict[str, float] = field(default_factory=dict)
     allow_missing: bool = False
+    #: one line per weakening setting the gate ignored, and why (printed when a baseline is compared)
+    ignored: tuple[str, ...] = ()
     cache_lease_ttl: float | None = None   # seconds; None: the URL cache's default (cache_lease.DEFAULT_LEASE_TTL)
 
 
@@ -104,6 +112,76 @@ def parse_report_dir(value) -> Path | None:
     return path
 
 
+TOLERANCE_OPTION = "--privleak-tolerance"
+ALLOW_MISSING_OPTION = "--privleak-allow-missing"
+_TRUSTED = ("the baseline file (save it on the main branch) or the workflow's command line")
+
+
+def trusted_args(config) -> list[str]:
+    """The arguments the workflow gave: the command line and ``PYTEST_ADDOPTS``, not the ini's ``addopts``."""
+    args = [str(a) for a in config.invocation_params.args]
+    return args + shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
+
+
+def given_by_workflow(config, flag: str) -> bool:
+    """Whether ``flag`` was passed by the workflow (pytest refuses abbreviated long options)."""
+    return any(a == flag or a.startswith(flag + "=") for a in trusted_args(config))
+
+
+def builtin_tolerance(key: str) -> float:
+    """The built-in tolerance an ini key ``attack.metric`` / ``metric`` / ``default`` would replace."""
+    from ..report.gate import DEFAULT_TOLERANCES, FALLBACK_TOLERANCE
+
+    if key in DEFAULT_TOLERANCES:
+        return DEFAULT_TOLERANCES[key]
+    metric = key.split(".", 1)[1] if "." in key else key
+    return DEFAULT_TOLERANCES.get(metric, FALLBACK_TOLERANCE)
+
+
+def gate_settings(config, ini_tolerances: dict[str, float]) -> tuple[dict, dict, bool, list[str]]:
+    """Tolerances to save and to gate with, whether missing entries are allowed, and what was ignored.
+
+    Whatever weakens the gate comes from the trusted side only: the baseline file
+    or the workflow's command line. The ini (and its ``addopts``) belongs to the
+    checkout under test, so an ini that raises a tolerance above the built-in one
+    or allows missing entries is ignored by the gate, with one line saying why.
+    """
+    ignored = []
+    cli_lines = config.getoption("privleak_tolerance") or []
+    cli: dict[str, float] = {}
+    if cli_lines and given_by_workflow(config, TOLERANCE_OPTION):
+        cli = parse_tolerances(cli_lines, option=TOLERANCE_OPTION)
+    elif cli_lines:
+        ignored.append(f"privleak: {TOLERANCE_OPTION} {' '.join(map(str, cli_lines))} comes from the ini's addopts, "
+                       f"so the baseline gate ignores it: the checkout under test must not loosen its own gate; "
+                       f"pass it on the workflow's command line or store it in the baseline")
+    gate = {}
+    for key, tol in ini_tolerances.items():
+        builtin = builtin_tolerance(key)
+        if tol > builtin:
+            ignored.append(f"privleak: ini privleak_tolerance {key}={tol:g} raises the built-in tolerance "
+                           f"{builtin:g}, so the baseline gate ignores it (the checkout under test must not loosen "
+                           f"its own gate); put it in {_TRUSTED}: {TOLERANCE_OPTION} {key}={tol:g}")
+        else:
+            gate[key] = tol
+    allow_cli = bool(config.getoption("privleak_allow_missing"))
+    allow = allow_cli and given_by_workflow(config, ALLOW_MISSING_OPTION)
+    if allow_cli and not allow:
+        ignored.append(f"privleak: {ALLOW_MISSING_OPTION} comes from the ini's addopts, so the baseline gate "
+                       "ignores it (the checkout under test must not excuse its own missing results); pass it on "
+                       "the workflow's command line")
+    try:
+        allow_ini = bool(config.getini("privleak_allow_missing"))
+    except (ValueError, pytest.UsageError) as exc:  # pytest's message does not name the option
+        raise ValueError(f"ini option privleak_allow_missing is not a boolean ({exc}); write "
+                         "privleak_allow_missing = true (or false)") from None
+    if allow_ini and not allow:
+        ignored.append("privleak: ini privleak_allow_missing = true is ignored by the baseline gate (the checkout "
+                       "under test must not excuse its own missing results); pass --privleak-allow-missing on "
+                       "the workflow's command line")
+    return {**ini_tolerances, **cli}, {**gate, **cli}, allow, ignored
+
+
 def _pick(config, option: str, ini: str):
     """Command line first, then the ini key, else ``None``."""
     value = config.getoption(option)
@@ -127,13 +205,10 @@ def read_settings(config) -> Settings:
     if save_baseline is not None and save_baseline.is_dir():
         raise ValueError(f"--privleak-save-baseline={str(save_baseline)!r} is a folder; give a file path "
                          "such as .privleak/baseline.json")
-    tolerances = parse_tolerances(config.getini("privleak_tolerance"))
-    try:
-        allow_missing = bool(config.getoption("privleak_allow_missing") or config.getini("privleak_allow_missing"))
-    except (ValueError, pytest.UsageError) as exc:  # pytest's message does not name the option
-        raise ValueError(f"ini option privleak_allow_missing is not a boolean ({exc}); write "
-                         "privleak_allow_missing = true (or false)") from None
+    tolerances, gate_tolerances, allow_missing, ignored = gate_settings(
+        config, parse_tolerances(config.getini("privleak_tolerance")))
     lease_ttl = parse_lease_ttl(config.getini(LEASE_TTL_INI))   # registered by plugin_hosts
     return Settings(device=device, devices=devices, seed=seed, cache_dir=cache_dir, report_dir=report_dir,
                     baseline=baseline, save_baseline=save_baseline, tolerances=tolerances,
-                    allow_missing=allow_missing, cache_lease_ttl=lease_ttl)
+                    gate_tolerances=gate_tolerances, allow_missing=allow_missing, ignored=tuple(ignored),
+                    cache_lease_ttl=lease_ttl)

@@ -2,18 +2,30 @@
 
 A baseline is a report.json (:mod:`report.model`) whose results carry the
 tolerance that gates them (resolved when it was saved, see
-:func:`pytest_privleak.report.gate.saved_tolerance`). Every problem with the
-file is a :class:`~report.model.ReportFileError` raised when it is read (the
-plugin turns it into a usage error at start-up), never a crash at session end.
+:func:`pytest_privleak.report.gate.saved_tolerance`); a report.json written by
+``--privleak-report`` carries them the same way, so either can be the baseline
+and neither takes its tolerances from the checkout under test. Every problem
+with the file is a :class:`~report.model.ReportFileError` raised when it is
+read (the plugin turns it into a usage error at start-up), never a crash at
+session end.
+
+When ``PRIVLEAK_CACHE_HMAC_KEY`` is set, both are signed with it
+(:func:`sign`: an HMAC-SHA256 over each entry's key, direction, value and
+tolerance), and a baseline read while it is set must carry a valid signature,
+so an edited value (say a leaking 0.87 rewritten to 1.0) is refused.
 """
 from __future__ import annotations
 
+import hmac
+import json
 import math
 from pathlib import Path
 from typing import Any
 
+from ..cache.manifest import HMAC_KEY_ENV, hmac_secret, signature
+
 from .keys import NAME_FIX, key_problems, unstable_reason
-from .model import ReportFileError
+from .model import ReportFileError, figure
 from .reader import load_report
 from .structure import comparable_figure
 
@@ -46,20 +58,56 @@ def load_baseline(path: str | Path) -> dict[str, Any]:
         if reason:
             raise ReportFileError(f"privleak baseline {path}: entry {key!r} holds {reason}, which changes every "
                                   f"run, so no run can ever match it; {NAME_FIX}, then {_fix(path)}")
+    check_signature(data, path)
     return data
 
 
-def baseline_to_save(report: dict[str, Any], overrides: dict[str, float]) -> tuple[dict[str, Any], list[str]]:
-    """This run's report as a baseline (each result with its resolved tolerance), and why it must not be saved.
+SIGNATURE_FIELD = "signature"
+_SIGNED = "pytest-privleak baseline"
 
-    The problems: no result at all, unusable keys (:func:`keys.key_problems`), a
-    value that is not a figure (NaN, e.g. put there by a report hook), or a
-    tolerance that is not a finite number >= 0. A baseline with any of them
-    would be refused when read, so it is not written.
+
+def _signed_text(data: dict[str, Any]) -> dict[str, str]:
+    """What the signature covers: per entry key, the fields the gate reads (canonical JSON)."""
+    from .model import encode
+
+    return {str(r.get("key")): json.dumps(encode([r.get("attack"), r.get("metric"), r.get("direction"),
+                                                  r.get("value"), r.get("tolerance")]), separators=(",", ":"))
+            for t in data.get("tests", []) for r in t.get("results", [])}
+
+
+def sign(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with an HMAC signature of its entries when ``PRIVLEAK_CACHE_HMAC_KEY`` is set (else unchanged)."""
+    secret = hmac_secret()
+    if secret is None:
+        return data
+    return {**data, SIGNATURE_FIELD: {"hmac": signature(_SIGNED, _signed_text(data), secret),
+                                      "covers": "each entry's key, attack, metric, direction, value and tolerance"}}
+
+
+def check_signature(data: dict[str, Any], path: Path) -> None:
+    """With ``PRIVLEAK_CACHE_HMAC_KEY`` set: refuse a baseline that is unsigned or whose entries were edited."""
+    secret = hmac_secret()
+    if secret is None:
+        return
+    given = (data.get(SIGNATURE_FIELD) or {}).get("hmac") if isinstance(data.get(SIGNATURE_FIELD), dict) else None
+    if not isinstance(given, str):
+        raise ReportFileError(f"privleak baseline {path} is not signed although {HMAC_KEY_ENV} is set, so an edited "
+                              f"value could not be told apart; {_fix(path)} with {HMAC_KEY_ENV} set (the same key)")
+    if not hmac.compare_digest(given, signature(_SIGNED, _signed_text(data), secret)):
+        raise ReportFileError(f"privleak baseline {path}: its signature does not match its entries under the key in "
+                              f"{HMAC_KEY_ENV} (a value, tolerance or key was edited, or another key signed it); "
+                              f"{_fix(path)} with the key the gate uses")
+
+
+def with_tolerances(report: dict[str, Any], overrides: dict[str, float]) -> tuple[dict[str, Any], list[str]]:
+    """``report`` with each result's gating tolerance resolved (as a baseline stores it), and bad values found.
+
+    Written so into report.json too, so a report used as a baseline carries the
+    tolerances it was written with instead of taking them from a later run's ini.
     """
     from .gate import saved_tolerance
 
-    problems = key_problems(report["tests"])
+    problems = []
     tests = []
     for test in report["tests"]:
         results = []
@@ -68,16 +116,34 @@ def baseline_to_save(report: dict[str, Any], overrides: dict[str, float]) -> tup
                 problems.append(f"result {result.get('key')!r} of test {test['nodeid']} has value "
                                 f"{result.get('value')!r}, which no later run can be compared with; check what "
                                 "the model or scorer returned (and any pytest_privleak_report hook)")
-            tol, source = saved_tolerance(result, overrides)
+            if result.get("tolerance_source") and result.get("tolerance") is not None:
+                tol, source = figure(result["tolerance"]), result["tolerance_source"]   # resolved already (a shard)
+            else:
+                tol, source = saved_tolerance(result, overrides)
             if not (math.isfinite(tol) and tol >= 0):
                 problems.append(f"result {result.get('key')!r} of test {test['nodeid']} asks tolerance {tol!r}; "
                                 "give tolerance= a finite number >= 0 (in the metric's unit) or leave it out")
             results.append({**result, "tolerance": tol, "tolerance_source": source})
         tests.append({**test, "results": results})
-    if not any(test["results"] for test in tests):
+    return {**report, "tests": tests}, problems
+
+
+def baseline_to_save(report: dict[str, Any], overrides: dict[str, float]) -> tuple[dict[str, Any], list[str]]:
+    """This run's report as a baseline (each result with its resolved tolerance), and why it must not be saved.
+
+    The problems: no result at all, unusable or coinciding keys
+    (:func:`keys.key_problems`), a value that is not a figure (NaN, e.g. put
+    there by a report hook), or a tolerance that is not a finite number >= 0. A
+    baseline with any of them would be refused when read, so it is not written.
+    Signed when ``PRIVLEAK_CACHE_HMAC_KEY`` is set.
+    """
+    problems = key_problems(report["tests"])
+    resolved, bad = with_tolerances(report, overrides)
+    problems += bad
+    if not any(test["results"] for test in resolved["tests"]):
         problems.append("no privacy result was recorded in this run, so there is nothing to save as a baseline; "
                         "run the privacy tests (check -k/-m and skips) with --privleak-save-baseline")
-    return {**report, "tests": tests, "baseline": None}, problems
+    return sign({**resolved, "baseline": None}), problems
 
 
 def write_refusal_report(settings: Any, error: str) -> Path | None:

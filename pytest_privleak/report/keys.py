@@ -35,8 +35,19 @@ def unstable_reason(text: str) -> str | None:
 
 
 def key_problems(tests: Iterable[dict[str, Any]]) -> list[str]:
-    """One message per unstable key and per key shared by several results of one test."""
+    """One message per unstable key, per key shared by several results of one test, and per key that several
+    tests (two parametrized tests whose ids and labels spell the same text) produce."""
     problems = []
+    owners: dict[str, list[str]] = {}
+    tests = list(tests)
+    for test in tests:
+        for key in dict.fromkeys(result_key(test["nodeid"], r) for r in test.get("results", [])):
+            owners.setdefault(key, []).append(test["nodeid"])
+    for key, nodeids in owners.items():
+        if len(nodeids) > 1:
+            problems.append(f"tests {', '.join(nodeids)} each recorded a result with the key {key!r}, so the "
+                            "baseline gate cannot tell them apart; give the parameters distinct ids (ids=...) "
+                            "or the assertions distinct name=")
     for test in tests:
         counts: dict[str, int] = {}
         for result in test.get("results", []):
