@@ -30,8 +30,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
+from scipy.stats import t as student
+
 from .. import results as _results
 from ..results import LeakResult, PrivacyLeakError, _fmt
+from ..stats import clopper_pearson, clopper_pearson_lower, clopper_pearson_upper
+from ..targets.seeds import SeedModels
 
 #: The counts (successes, trials) that make a figure a pooled rate.
 COUNT_FIELDS = (("correct", "n_trials"), ("successes", "trials"))
@@ -53,8 +57,6 @@ class OverSeeds:
 def t_summary(values: Sequence[float], confidence: float = DEFAULT_CONFIDENCE) -> OverSeeds:
     """Student t summary of per-seed figures: the two-sided ``confidence`` interval of the mean and the
     one-sided ``confidence`` bounds (mean -+ t_{k-1, confidence} s / sqrt(k)). Needs ``k >= 2``."""
-    from scipy.stats import t as student
-
     vals = tuple(float(v) for v in values)
     k = len(vals)
     if k < 2:
@@ -77,8 +79,6 @@ def pooled_rate_summary(successes: Sequence[float], trials: Sequence[float],
                         confidence: float = DEFAULT_CONFIDENCE) -> OverSeeds:
     """A rate pooled over seeds: sum of successes over sum of trials, with the exact Clopper-Pearson
     two-sided interval and one-sided bounds at ``confidence``."""
-    from ..stats import clopper_pearson, clopper_pearson_lower, clopper_pearson_upper
-
     hits, n = int(round(math.fsum(successes))), int(round(math.fsum(trials)))
     rates = tuple(float(s) / float(t) for s, t in zip(successes, trials))
     return OverSeeds(rates, hits / n, clopper_pearson(hits, n, confidence), clopper_pearson_lower(hits, n, confidence),
@@ -181,16 +181,12 @@ def _keyed(found: Sequence[LeakResult]) -> dict[tuple[str, str, int], LeakResult
 
 
 def _member_args(args: tuple, kwargs: dict, index: int) -> tuple[tuple, dict]:
-    from ..targets.seeds import SeedModels
-
     pick = lambda v: v[index] if isinstance(v, SeedModels) else v  # noqa: E731
     return tuple(pick(a) for a in args), {k: pick(v) for k, v in kwargs.items()}
 
 
 def seed_sets(args: tuple, kwargs: dict) -> list:
     """The :class:`SeedModels` among a call's arguments (several must have the same seeds)."""
-    from ..targets.seeds import SeedModels
-
     found = [v for v in (*args, *kwargs.values()) if isinstance(v, SeedModels)]
     for other in found[1:]:
         if other.seeds != found[0].seeds:
