@@ -52,14 +52,14 @@ def test_nan_scores_of_a_reference_are_refused_by_model():
 def test_references_of_another_architecture_are_refused():
     refs = ReferenceSet((OtherScorer(1.0),), tuple(NON_MEMBERS), np.zeros((1, 7), dtype=bool), tuple(NON_MEMBERS),
                         False, 0)
-    with pytest.raises(TypeError, match=r"references: reference 1 is a OtherScorer, the target a Returns.*TargetRecipe"):
+    with pytest.raises(TypeError, match=r"reference 1 is a OtherScorer, the target a Returns.*TargetRecipe"):
         membership_inference(Returns(1.0), MEMBERS, NON_MEMBERS[:3], references=refs, method="rmia")
 
 
 def test_population_overlapping_the_candidates_is_refused():
     data = generate_snips_like(n_train=10, n_valid=10, n_test=10, seed=0)
     recipe = TargetRecipe(data, kind="lstm-lm")
-    with pytest.raises(ValueError, match=r"population shares 1 record\(s\) with the members .*fix: drop the candidates"):
+    with pytest.raises(ValueError, match=r"population shares 1 record\(s\) with the members .*fix: drop the"):
         train_references(recipe, list(data.train), [data.train[0], *data.valid])
 
 

@@ -137,3 +137,23 @@ def test_nan_scores_are_refused_by_name():
         rmia_scores(np.array([0.0]), np.array([0.0]), gamma=0)
     with pytest.raises(ValueError, match="population="):
         rmia_scores(np.array([0.0]), np.array([]))
+
+
+def test_offline_a_is_tuned_on_the_references_own_members():
+    # 4 references on halves of 400 population records. Records' log-probabilities are -difficulty (+1 when a
+    # reference trained on them); difficulties of many nats make Pr_OUT tiny, so a small a reads only the loss.
+    from pytest_privleak.attacks.membership_rmia import tune_offline_a
+
+    rng = np.random.default_rng(2)
+    n, k = 400, 4
+    difficulty = rng.uniform(2.0, 30.0, n)
+    mask = np.stack([rng.permutation(n) < n // 2 for _ in range(k)])
+    losses = difficulty - 1.0 * mask + rng.normal(0, 0.1, (k, n))
+    a = tune_offline_a(losses, mask)
+    assert a == 1.0                                   # a = 1: Pr(x) = Pr_OUT(x), the ratio removes the difficulty
+    ratio = lambda a_: log_ratio(losses[0], losses[1:], a_)
+    offline = ~mask[1:].any(axis=0)
+    m, nm = offline & mask[0], offline & ~mask[0]
+    assert auc_from_statistics(ratio(1.0)[m], ratio(1.0)[nm]) > auc_from_statistics(ratio(0.3)[m], ratio(0.3)[nm])
+    with pytest.raises(ValueError, match="at least 2 references"):
+        tune_offline_a(losses[:1], mask[:1])

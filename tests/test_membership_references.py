@@ -98,7 +98,8 @@ def test_each_method_by_name_and_auto_without_references(lm_setup):
     loss = measure_membership(model, members, unseen[:300])
     assert loss.evidence["attack"].startswith("loss threshold") and "weak evidence" in loss.evidence["why this attack"]
     lira = measure_membership(model, members, unseen[:300], method="lira", references=recipe, k=2)
-    assert lira.evidence["attack"] == "LiRA (Carlini et al. 2022)" and "offline, 2 reference(s)" in lira.evidence["LiRA"]
+    assert lira.evidence["attack"] == "LiRA (Carlini et al. 2022)"
+    assert "offline, 2 reference(s)" in lira.evidence["LiRA"]
     assert lira.value > 0.8
     pairs = measure_membership(model, [(u.text, u.intent) for u in members], [u.text for u in unseen[:300]],
                                method="loss")

@@ -46,7 +46,7 @@ import numpy as np
 from .membership_figures import RocPoint, auc_from_statistics, auc_interval, delong_variance, tpr_at_fpr
 from .membership_methods import resolve_references, statistics
 from .membership_records import as_utterances, redacted
-from .membership_rmia import DEFAULT_GAMMA, DEFAULT_OFFLINE_A
+from .membership_rmia import DEFAULT_GAMMA
 
 __all__ = ["DEFAULT_FPRS", "MembershipMeasurement", "RocPoint", "auc_from_statistics", "auc_interval", "check_fpr",
            "delong_variance", "membership_inference", "tpr_at_fpr"]
@@ -117,7 +117,7 @@ def most_exposed(members: list, shown: np.ndarray, ranking: np.ndarray, count: i
 def membership_inference(scorer: Any, members: Sequence[Any], non_members: Sequence[Any], *,
                          reference: Any = None, method: str = "auto", references: Any = None,
                          population: Sequence[Any] | None = None, k: int = 4, online: bool = False,
-                         gamma: float = DEFAULT_GAMMA, offline_a: float = DEFAULT_OFFLINE_A,
+                         gamma: float = DEFAULT_GAMMA, offline_a: float | str = "auto",
                          variance: str = "auto", lira_statistic: str = "logit", seed: int = 0,
                          confidence: float = 0.95, fprs: Sequence[float] = DEFAULT_FPRS,
                          exposed: int = DEFAULT_EXPOSED, redact: bool = False) -> MembershipMeasurement:

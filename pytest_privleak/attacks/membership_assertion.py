@@ -21,7 +21,7 @@ from ..results import LeakResult, record
 from .exposure_assertion import target_facts
 from .membership import (DEFAULT_EXPOSED, DEFAULT_FPRS, MembershipMeasurement, RocPoint, check_fpr,
                          membership_inference)
-from .membership_rmia import DEFAULT_GAMMA, DEFAULT_OFFLINE_A
+from .membership_rmia import DEFAULT_GAMMA
 
 _NAMES = {"loss": "loss", "reference": "calibrated loss", "lira": "LiRA", "rmia": "RMIA"}
 _ATTACKS = {"loss": "loss threshold (Yeom et al.; mix-and-match §4.3.2)",
@@ -107,8 +107,9 @@ def _tpr_result(auc: LeakResult, m: MembershipMeasurement, fpr: float) -> LeakRe
                       extra={"auc": m.auc, "achieved_fpr": p.achieved_fpr}, remedy=REMEDY, target=auc.target)
 
 
-def _options(method: str, references: Any, population: Any, k: int, online: bool, gamma: float, offline_a: float,
-             variance: str, lira_statistic: str, seed: int, exposed: int, redact: bool) -> dict[str, Any]:
+def _options(method: str, references: Any, population: Any, k: int, online: bool, gamma: float,
+             offline_a: float | str, variance: str, lira_statistic: str, seed: int, exposed: int,
+             redact: bool) -> dict[str, Any]:
     return {"method": method, "references": references, "population": population, "k": k, "online": online,
             "gamma": gamma, "offline_a": offline_a, "variance": variance, "lira_statistic": lira_statistic,
             "seed": seed, "exposed": exposed, "redact": redact}
@@ -162,7 +163,7 @@ def measure_membership(scorer: Any, members: Sequence[Any], non_members: Sequenc
                        name: str | None = None, confidence: float = 0.95,
                        fprs: Sequence[float] = DEFAULT_FPRS, method: str = "auto", references: Any = None,
                        population: Sequence[Any] | None = None, k: int = 4, online: bool = False,
-                       gamma: float = DEFAULT_GAMMA, offline_a: float = DEFAULT_OFFLINE_A, variance: str = "auto",
+                       gamma: float = DEFAULT_GAMMA, offline_a: float | str = "auto", variance: str = "auto",
                        lira_statistic: str = "logit", seed: int = 0, exposed: int = DEFAULT_EXPOSED,
                        redact: bool = False) -> LeakResult:
     """Measure the membership attack's AUC (and TPR at ``fprs``) without gating; the result is recorded.
@@ -213,7 +214,7 @@ def assert_membership_auc_at_most(scorer: Any, members: Sequence[Any], non_membe
                                   name: str | None = None, confidence: float = 0.95,
                                   tolerance: float | None = None, method: str = "auto", references: Any = None,
                                   population: Sequence[Any] | None = None, k: int = 4, online: bool = False,
-                                  gamma: float = DEFAULT_GAMMA, offline_a: float = DEFAULT_OFFLINE_A,
+                                  gamma: float = DEFAULT_GAMMA, offline_a: float | str = "auto",
                                   variance: str = "auto", lira_statistic: str = "logit", seed: int = 0,
                                   exposed: int = DEFAULT_EXPOSED, redact: bool = False) -> LeakResult:
     """Fail when the membership attack tells members from non-members with ROC AUC above ``max_auc``.
@@ -250,7 +251,7 @@ def assert_membership_tpr_at_most(scorer: Any, members: Sequence[Any], non_membe
                                   confidence: float = 0.95, tolerance: float | None = None, method: str = "auto",
                                   references: Any = None, population: Sequence[Any] | None = None, k: int = 4,
                                   online: bool = False, gamma: float = DEFAULT_GAMMA,
-                                  offline_a: float = DEFAULT_OFFLINE_A, variance: str = "auto",
+                                  offline_a: float | str = "auto", variance: str = "auto",
                                   lira_statistic: str = "logit", seed: int = 0, exposed: int = DEFAULT_EXPOSED,
                                   redact: bool = False) -> LeakResult:
     """Fail when the attack's TPR at ``fpr`` (default 0.1 %) exceeds ``max_tpr``.

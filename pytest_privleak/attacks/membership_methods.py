@@ -25,7 +25,7 @@ from .membership_figures import auc_from_statistics, auc_interval
 from .membership_lira import lira_offline, lira_online, logit_confidence
 from .membership_records import as_utterances, training_form
 from .membership_references import ReferenceSet, TargetRecipe, train_references
-from .membership_rmia import DEFAULT_GAMMA, DEFAULT_OFFLINE_A, log_ratio, rmia_scores
+from .membership_rmia import DEFAULT_GAMMA, DEFAULT_OFFLINE_A, log_ratio, rmia_scores, tune_offline_a
 
 METHODS = ("auto", "loss", "reference", "lira", "rmia")
 
@@ -50,7 +50,8 @@ def score_records(scorer: Any, items: Sequence[Any], what: str) -> np.ndarray:
     """``scorer.score(items)`` as float64 ``[N]``; refuses complex, text and non-finite scores by name."""
     if not hasattr(scorer, "score"):
         raise TypeError(f"{what} scorer {type(scorer).__name__} is not a SequenceScorer; give it score(utterances) -> "
-                        "array (lower = more likely), e.g. pytest_privleak.adapters.from_transformers(model, tokenizer)")
+                        "array (lower = more likely), e.g. "
+                        "pytest_privleak.adapters.from_transformers(model, tokenizer)")
     raw = np.asarray(scorer.score(items))
     if raw.dtype.kind not in "biuf":
         raise TypeError(f"the {what} scorer {type(scorer).__name__}.score returned {raw.dtype} values "
@@ -106,9 +107,23 @@ def resolve_references(references: Any, recipe_k: int, online: bool, seed: int, 
                     f"target was trained), got {type(references).__name__}")
 
 
+def _offline_a(references: ReferenceSet, offline_a: float | str, ref_z: np.ndarray,
+               population: list) -> tuple[float | None, str]:
+    """RMIA's offline ``a`` and how it was chosen (None online)."""
+    if references.online:
+        return None, ""
+    if offline_a != "auto":
+        if isinstance(offline_a, bool) or not isinstance(offline_a, (int, float)) or not 0 <= offline_a <= 1:
+            raise ValueError(f"offline_a must be 'auto' or a number in [0, 1], got {offline_a!r}")
+        return float(offline_a), "given"
+    if references.k < 2:
+        return DEFAULT_OFFLINE_A, "default: one reference leaves nothing to tune it on"
+    return tune_offline_a(ref_z, references.trained_on(population)), "tuned on the references, Zarifzadeh et al. §3"
+
+
 def statistics(method: str, scorer: Any, members: list, non_members: list, *, reference: Any = None,
                references: ReferenceSet | None = None, gamma: float = DEFAULT_GAMMA,
-               offline_a: float = DEFAULT_OFFLINE_A, variance: str = "auto", lira_statistic: str = "logit",
+               offline_a: float | str = "auto", variance: str = "auto", lira_statistic: str = "logit",
                confidence: float = 0.95) -> Statistics:
     """The statistics of ``method`` (``auto`` resolved) on ``members`` and ``non_members``."""
     if method not in METHODS:
@@ -143,7 +158,8 @@ def statistics(method: str, scorer: Any, members: list, non_members: list, *, re
     if method == "loss":
         return Statistics(method, why, -loss_m, -loss_n, loss_m, loss_n)
     if method == "reference":
-        ref_m, ref_n = score_records(reference, members, "reference"), score_records(reference, non_members, "reference")
+        ref_m = score_records(reference, members, "reference")
+        ref_n = score_records(reference, non_members, "reference")
         return Statistics(method, why, ref_m - loss_m, ref_n - loss_n, loss_m, loss_n,
                           shift=_shift_check(ref_m, ref_n, confidence))
     candidates = members + non_members
@@ -166,15 +182,15 @@ def statistics(method: str, scorer: Any, members: list, non_members: list, *, re
         detail["LiRA"] = (f"{setting}, {references.k} reference(s), statistic "
                           f"{'logit-scaled confidence' if lira_statistic == 'logit' else '-loss'}, variance {variance}")
         return Statistics(method, why, stat[:n_m], stat[n_m:], loss_m, loss_n, detail, shift)
-    a = None if references.online else offline_a
     population = list(references.population)
     ref_z = np.stack([score_records(r, population, f"reference {j + 1}") for j, r in enumerate(references.models)])
+    a, how = _offline_a(references, offline_a, ref_z, population)
     ratio_c = log_ratio(target_c, ref_c, a)
     ratio_z = log_ratio(score_records(scorer, population, "target"), ref_z, a)
     scores = rmia_scores(ratio_c, ratio_z, gamma)
     ranking = scores.ranking()
     detail["RMIA"] = (f"{setting}, {references.k} reference(s), gamma {gamma:g}"
-                      + (f", offline a {offline_a:g}" if a is not None else "")
+                      + (f", offline a {a:g} ({how})" if a is not None else "")
                       + f", {scores.n_population} population records z; ranked by Pr_z[LR >= gamma], ties by the ratio")
     return Statistics(method, why, ranking[:n_m], ranking[n_m:], loss_m, loss_n, detail, shift, scores.score,
                       f"RMIA score Pr_z[LR >= {gamma:g}]")

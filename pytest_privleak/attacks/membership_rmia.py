@@ -12,7 +12,13 @@ population records ``z`` the target never saw (§3, eq. 2-4):
 and without ``x``, §3). Offline (no reference trained on ``x``, §3 "offline"
 / Appendix), the average of in and out models is approximated from the out
 models alone: ``Pr(x) = 1/2 ((1 + a) Pr_OUT(x) + (1 - a))``, where ``a`` is
-tuned per setting; :data:`DEFAULT_OFFLINE_A` here.
+chosen by simulating the attack on the reference models themselves
+(:func:`tune_offline_a`: each reference in turn plays the target, the others
+the references, on population records whose membership is known);
+:data:`DEFAULT_OFFLINE_A` when a single reference leaves nothing to simulate.
+With sequence losses of many nats ``Pr_OUT(x)`` is tiny, the constant
+``(1 - a)`` dominates and the offline score falls back to the target's loss
+alone; the simulation then picks a larger ``a`` where that helps.
 
 Everything is in log space (``-loss`` is ``log Pr``), and batched: the
 score of N candidates against M population records is a sorted search,
@@ -33,6 +39,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..finite import require_finite
+from .membership_figures import auc_from_statistics
 
 #: gamma, the threshold on the pairwise likelihood ratio (Zarifzadeh et al. §3, eq. 4)
 DEFAULT_GAMMA = 2.0
@@ -59,6 +66,41 @@ def log_marginal(ref_losses: np.ndarray, offline_a: float | None = None) -> np.n
         raise ValueError(f"offline_a must lie in [0, 1] (the paper tunes it per setting), got {offline_a!r}")
     # log(((1 + a) p_out + (1 - a)) / 2), stable for tiny p_out
     return np.logaddexp(math.log1p(a) + log_mean, math.log1p(-a) if a < 1 else -np.inf) - math.log(2.0)
+
+
+#: the values of ``a`` the simulation tries
+A_GRID = tuple(round(0.1 * i, 1) for i in range(11))
+
+
+def tune_offline_a(ref_losses: np.ndarray, in_mask: np.ndarray, grid: tuple[float, ...] = A_GRID) -> float:
+    """The ``a`` whose offline attack best separates each reference's own members, the others as references.
+
+    ``ref_losses[k, n]``: reference ``k``'s loss on population record ``n``;
+    ``in_mask[k, n]``: reference ``k`` trained on it. For pseudo-target ``j``
+    the candidates are the records no other reference trained on (so they
+    are offline for the others), its members those it trained on; the
+    criterion is the AUC (Mann-Whitney) averaged over pseudo-targets; ties
+    go to the smaller ``a``. Needs ``k >= 2``.
+    """
+    losses = np.asarray(ref_losses, dtype=np.float64)
+    mask = np.asarray(in_mask, dtype=bool)
+    k = losses.shape[0]
+    if k < 2:
+        raise ValueError("tuning the offline a needs at least 2 references (one plays the target)")
+    best, best_auc = grid[0], -1.0
+    for a in grid:
+        aucs = []
+        for j in range(k):
+            others = [i for i in range(k) if i != j]
+            offline = ~mask[others].any(axis=0)
+            members, non_members = offline & mask[j], offline & ~mask[j]
+            if members.sum() < 2 or non_members.sum() < 2:
+                continue
+            ratio = log_ratio(losses[j], losses[others], a)
+            aucs.append(auc_from_statistics(ratio[members], ratio[non_members]))
+        if aucs and float(np.mean(aucs)) > best_auc + 1e-12:
+            best, best_auc = a, float(np.mean(aucs))
+    return float(best)
 
 
 def log_ratio(target_losses: np.ndarray, ref_losses: np.ndarray, offline_a: float | None = None) -> np.ndarray:

@@ -1,0 +1,120 @@
+"""Benchmark of membership inference (issue 18): loss, calibrated loss, LiRA and RMIA side by side; one table per run.
+
+    python bench/bench_membership.py [--targets joint,bert] [--max-k 4] [--n-train 300] [--n-population 600]
+                                     [--n-test 1200] [--cache-dir DIR] [--seed 0]
+
+Per target, one run on the same target, members and non-members:
+members = the target's deduplicated training split, non-members = unseen
+test utterances (at least 1000, so TPR at 0.1 % FPR is measurable),
+population = the valid split (RMIA's z records and the references' pool).
+References are offline (never trained on a candidate), trained with the
+target's own recipe on random halves of the population; the first k of one
+draw of ``--max-k`` references serve k = 1, 2, 4, ... Each row: AUC with
+DeLong's interval, TPR at 0.1 % and 1 % FPR (Clopper-Pearson intervals in
+the library's results), the attack's own seconds (scoring + maths) and the
+seconds to train its k references in this run (0 when all came from the cache).
+
+Targets: ``joint`` = the built-in joint BiLSTM-CRF (paper defaults) on the
+bundled realistic corpus (``generate_snips_like(unseen_share=0.5)``);
+``bert`` = the transformer classifier on the project's tiny BERT (5 epochs,
+no early stopping); ``lm`` = the built-in LSTM language model (40 epochs).
+IBM ART's black-box attack is not run here: its membership module imports
+scikit-learn, which this environment does not carry (see the issue 18 report).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+import warnings
+
+import torch
+
+from pytest_privleak.attacks.membership import membership_inference
+from pytest_privleak.attacks.membership_references import ReferenceSet, TargetRecipe, train_references
+from pytest_privleak.cache.targets import TargetCache
+from pytest_privleak.data.synthetic import generate_snips_like
+from pytest_privleak.targets import train_target
+
+TARGETS = {
+    "joint": ("joint-bilstm-crf", {"progress": False}),
+    "bert": ("transformer-classifier", {"epochs": 5, "early_stopping": False}),
+    "lm": ("lstm-lm", {"epochs": 40, "progress": False}),
+}
+
+
+def _prefix(refs: ReferenceSet, k: int) -> ReferenceSet:
+    return ReferenceSet(refs.models[:k], refs.pool, refs.in_pool[:k], refs.population, refs.online, refs.seed)
+
+
+def _row(name: str, k: str, m, attack_s: float, train_s: float) -> str:
+    tpr = {p.fpr: (f"{p.tpr:.3f}" if p.measurable else "n/a") for p in m.points}
+    return (f"| {name} | {k} | {m.auc:.3f} ({m.interval[0]:.3f}-{m.interval[1]:.3f}) | {tpr[0.001]} | {tpr[0.01]} | "
+            f"{attack_s:.1f} | {train_s:.0f} |")
+
+
+def bench_target(label: str, args, cache: TargetCache) -> list[str]:
+    kind, config = TARGETS[label]
+    data = generate_snips_like(n_train=args.n_train, n_valid=args.n_population, n_test=args.n_test, seed=3,
+                               unseen_share=0.5)
+    began = time.perf_counter()
+    target = train_target(kind, data, cache=cache, seed=0, **config)
+    target_s = time.perf_counter() - began
+    members = list(dict.fromkeys(data.train))
+    seen = set(members)
+    non_members = [u for u in dict.fromkeys(data.test) if u not in seen]
+    population = [u for u in dict.fromkeys(data.valid) if u not in seen and u not in set(non_members)]
+    recipe = TargetRecipe(data, kind=kind, config=config, cache=cache)
+    ref_s = []
+    for j in range(1, args.max_k + 1):         # one at a time, to time each; the same halves as one call of max_k
+        began = time.perf_counter()
+        refs = train_references(recipe, members + non_members, population, k=j, seed=args.seed)
+        ref_s.append(time.perf_counter() - began)
+    lines = [f"{label}: {kind} {config}, {len(members)} members, {len(non_members)} non-members, "
+             f"{len(population)} population records; target trained/loaded in {target_s:.0f} s, references "
+             f"{', '.join(f'{s:.0f}' for s in ref_s)} s", "",
+             "| method | k | AUC (95 % CI) | TPR @ 0.1 % FPR | TPR @ 1 % FPR | attack s | training s |",
+             "|---|---|---|---|---|---|---|"]
+
+    def run(name, k, train_s, **kwargs):
+        began = time.perf_counter()
+        m = membership_inference(target, members, non_members, exposed=0, **kwargs)
+        lines.append(_row(name, k, m, time.perf_counter() - began, train_s))
+        print(lines[-1], flush=True)
+        return m
+
+    run("loss", "0", 0.0, method="loss")
+    run("reference (calibrated loss)", "1", ref_s[0], method="reference", reference=refs.models[0])
+    ks = [k for k in (1, 2, 4, 8, 16) if k <= args.max_k]
+    for k in ks:
+        sub = _prefix(refs, k)
+        run("LiRA offline", str(k), sum(ref_s[:k]), method="lira", references=sub)
+        run("RMIA offline", str(k), sum(ref_s[:k]), method="rmia", references=sub)
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--targets", default="joint,bert")
+    parser.add_argument("--max-k", type=int, default=4)
+    parser.add_argument("--n-train", type=int, default=300)
+    parser.add_argument("--n-population", type=int, default=600)
+    parser.add_argument("--n-test", type=int, default=1200)
+    parser.add_argument("--cache-dir", default=None, help="target cache (default: a fresh temporary folder)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    warnings.simplefilter("ignore")
+    cache = TargetCache(args.cache_dir or tempfile.mkdtemp(prefix="bench_membership_"))
+    began = time.perf_counter()
+    out = []
+    for label in args.targets.split(","):
+        out += bench_target(label.strip(), args, cache) + [""]
+    print("\n".join(out))
+    print(f"total {time.perf_counter() - began:.0f} s on {os.cpu_count()} CPU(s), load average "
+          f"{os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
