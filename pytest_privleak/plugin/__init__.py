@@ -84,7 +84,14 @@ def _install_attribution(config: pytest.Config) -> Attribution:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
-    """Before the first conftest is imported: from here on every recorded result is attributed or refused."""
+    """Before the first conftest is imported: refuse a rootdir moved by a path option's value; from here on
+    every recorded result is attributed or refused."""
+    from .settings import rootdir_moved
+
+    if not hasattr(early_config, "workerinput"):
+        moved = rootdir_moved(early_config, early_config.known_args_namespace)
+        if moved:
+            raise pytest.UsageError(moved)
     _install_attribution(early_config)
 
 

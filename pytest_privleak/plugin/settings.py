@@ -182,6 +182,68 @@ def gate_settings(config, ini_tolerances: dict[str, float]) -> tuple[dict, dict,
     return {**ini_tolerances, **cli}, {**gate, **cli}, allow, ignored
 
 
+#: Options whose value is a path: given as a separate argument, pytest counts an existing one as a test path
+#: when it picks the rootdir and the ini file (before any plugin's options are known).
+PATH_OPTIONS = ("--privleak-baseline", "--privleak-save-baseline", "--privleak-cache-dir",
+                "--privleak-merge-reports", "--privleak-shard-durations")
+_MANY_VALUES = ("--privleak-merge-reports",)
+
+
+def _separate_path_values(config) -> list[tuple[str, str]]:
+    """(option, value) for each existing path given as ``--option VALUE`` (not ``--option=VALUE``)."""
+    args, found = trusted_args(config), []
+    for i, arg in enumerate(args):
+        if arg not in PATH_OPTIONS:
+            continue
+        for value in args[i + 1:] if arg in _MANY_VALUES else args[i + 1:i + 2]:
+            if value.startswith("-"):
+                break
+            try:
+                exists = (Path(config.invocation_params.dir) / value).exists()
+            except (OSError, ValueError):
+                exists = False
+            if exists:
+                found.append((arg, value))
+    return found
+
+
+def rootdir_moved(config, options=None) -> str | None:
+    """Why pytest's rootdir is not the project's, when a path option's value moved it; else ``None``.
+
+    pytest picks the rootdir (and the ini file) from the free arguments before
+    any plugin's options are known, so ``--privleak-baseline ../artifacts/b.json``
+    counts ``../artifacts/b.json`` as a test path: the rootdir moves to a common
+    ancestor, node ids (so every result key) and the default cache folder move
+    with it, and the project's ini may not be read at all. Nothing can undo that
+    after the fact, so the run is refused with the fix.
+    """
+    counted = _separate_path_values(config)
+    if not counted:
+        return None
+    options = config.option if options is None else options
+    try:
+        from _pytest.config.findpaths import determine_setup
+
+        rootdir, inipath = determine_setup(inifile=options.inifilename, override_ini=options.override_ini,
+                                           args=[str(a) for a in (options.file_or_dir or [])],
+                                           rootdir_cmd_arg=options.rootdir or None,
+                                           invocation_dir=config.invocation_params.dir)[:2]
+    except Exception:  # another pytest: cannot tell, so do not refuse
+        return None
+    moved = []
+    if Path(rootdir) != Path(config.rootpath):
+        moved.append(f"moved its rootdir to {config.rootpath} (the project's is {rootdir})")
+    if inipath is not None and (config.inipath is None or Path(inipath) != Path(config.inipath)):
+        moved.append(f"did not read the project's ini file {inipath}")
+    if not moved:
+        return None
+    spelled = ", ".join(f"{option} {value}" for option, value in counted)
+    fixed = " ".join(f"{option}={value}" for option, value in counted)
+    return (f"pytest {' and '.join(moved)} because it counted the value of {spelled} as a test path (it picks "
+            f"the rootdir before plugins' options are known): node ids, so every baseline key, the default cache "
+            f"folder and the ini settings would not be the project's; write the option with '=' ({fixed})")
+
+
 def _pick(config, option: str, ini: str):
     """Command line first, then the ini key, else ``None``."""
     value = config.getoption(option)
