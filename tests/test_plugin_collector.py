@@ -80,3 +80,21 @@ def test_a_tests_duration_counts_setup_call_and_teardown_once_each():
         report.duration = seconds
         collector.pytest_runtest_logreport(report)
     assert collector.tests["t.py::a"].duration == 20.75
+
+
+def test_a_lines_colour_is_the_verdict_its_builder_gave_it_not_its_first_words():
+    """Issue 17 item 4: a note that starts like an alarm stays plain; an error that does not is red."""
+    from pytest_privleak.plugin.collector import _is_alarm
+    from pytest_privleak.report.lines import Line, alarm, plain
+
+    written = []
+    terminal = SimpleNamespace(section=lambda *a, **k: None,
+                               write_line=lambda line, **markup: written.append((str(line), bool(markup))))
+    settings = Settings(baseline=None)
+    collector = ResultCollector(SimpleNamespace(hook=None), settings)
+    collector.errors = ["the disk is full"]           # every error fails the run: red whatever its words
+    collector.pytest_terminal_summary(terminal)
+    assert written == [("the disk is full", True)]
+    note = plain("privleak: ini privleak_allow_missing = true is ignored by the baseline gate")
+    assert isinstance(note, str) and note == str(note) and not _is_alarm(note)
+    assert _is_alarm(alarm("all fine?")) and not _is_alarm(Line("REGRESSION-looking text"))

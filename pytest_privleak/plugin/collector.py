@@ -38,13 +38,22 @@ from typing import Any
 import pytest
 
 from ..distribute.placement import HOST_KEY
+from ..report.lines import Line, alarm, plain
 from ..report.model import decode_result, encode, figure
 from ..results import LeakResult, _fmt
 
 PAYLOAD_KEY = "privleak"
-#: Summary lines printed in bold red.
-_ALARMS = ("REGRESSION", "INVALID", "MISSING", "privleak baseline gate FAILED", "privleak baseline NOT saved",
-           "worker", "privleak could", "privleak:")
+#: Until report/terminal.py and report/gate.py build :class:`~report.lines.Line` s, their plain-str lines
+#: that report a failure are recognised by these first words (the collector's own lines carry their colour).
+_LEGACY_ALARMS = ("REGRESSION", "INVALID", "MISSING", "privleak baseline gate FAILED", "worker")
+_RED = {"red": True, "bold": True}
+
+
+def _is_alarm(line: str) -> bool:
+    """A line's colour: the verdict its builder gave it (a :class:`Line`), else the legacy first words."""
+    if isinstance(line, Line):
+        return line.alarm
+    return line.lstrip().startswith(_LEGACY_ALARMS)
 
 
 def _named(result: dict[str, Any]) -> str:
@@ -382,15 +391,15 @@ class ResultCollector(Recorder):
     def pytest_terminal_summary(self, terminalreporter) -> None:
         from ..report.terminal import report_lines
 
+        errors = [alarm(error) for error in self.errors]   # each one fails the run
         if self.report is None:
-            lines = list(self.errors)
+            lines = errors
         else:
-            lines = report_lines(self.report, self.collected, self.written, self.errors)
+            lines = report_lines(self.report, self.collected, self.written, errors)
         if self.settings.baseline is not None:
-            lines += list(self.settings.ignored)
+            lines += [plain(note) for note in self.settings.ignored]   # said, not failed
         if not lines:
             return
         terminalreporter.section("privleak results")
         for line in lines:
-            markup = {"red": True, "bold": True} if line.lstrip().startswith(_ALARMS) else {}
-            terminalreporter.write_line(line, **markup)
+            terminalreporter.write_line(line, **(_RED if _is_alarm(line) else {}))
