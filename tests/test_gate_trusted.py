@@ -174,3 +174,21 @@ def test_two_parametrized_tests_whose_keys_coincide_are_refused_when_the_baselin
     run.stdout.fnmatch_lines(["privleak baseline NOT saved to base.json: tests test_p.py::test_p[[]1[]], "
                               "test_p.py::test_p[[]1[]]::membership.auc[[]2[]] each recorded a result with the key*"])
     assert not (pytester.path / "base.json").exists()
+
+
+def test_an_override_ini_is_trusted_from_the_command_line_only(suite, monkeypatch):
+    path = suite.path / "main-rep" / "report.json"
+    data = json.loads(path.read_text())
+    for test in data["tests"]:
+        for r in test["results"]:
+            r["tolerance"] = None
+            r.pop("tolerance_source", None)
+    (suite.path / "old-report.json").write_text(json.dumps(data))
+    run = _gate(suite, "old-report.json", "-o", "privleak_tolerance=membership.auc=0.5")
+    assert run.ret == pytest.ExitCode.OK, run.stdout.str()
+    suite.makeini("[pytest]\naddopts = -o privleak_tolerance=membership.auc=0.5\n")
+    run = _gate(suite, "old-report.json")
+    assert run.ret == pytest.ExitCode.TESTS_FAILED, run.stdout.str()
+    monkeypatch.setenv("PRIVLEAK_TEST_SKIP", "1")
+    suite.makeini("[pytest]\n")
+    assert _gate(suite, "base.json", "-o", "privleak_allow_missing=true").ret == pytest.ExitCode.OK

@@ -128,6 +128,22 @@ def given_by_workflow(config, flag: str) -> bool:
     return any(a == flag or a.startswith(flag + "=") for a in trusted_args(config))
 
 
+def overridden_by_workflow(config, ini: str) -> bool:
+    """Whether the workflow set ini option ``ini`` with ``-o ini=...`` / ``--override-ini=ini=...``."""
+    args = trusted_args(config)
+    for i, arg in enumerate(args):
+        value = None
+        if arg in ("-o", "--override-ini") and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith("--override-ini="):
+            value = arg[len("--override-ini="):]
+        elif arg.startswith("-o") and arg != "-o":
+            value = arg[2:]
+        if value is not None and value.split("=", 1)[0].strip() == ini:
+            return True
+    return False
+
+
 def builtin_tolerance(key: str) -> float:
     """The built-in tolerance an ini key ``attack.metric`` / ``metric`` / ``default`` would replace."""
     from ..report.gate import DEFAULT_TOLERANCES, FALLBACK_TOLERANCE
@@ -156,9 +172,10 @@ def gate_settings(config, ini_tolerances: dict[str, float]) -> tuple[dict, dict,
                        f"so the baseline gate ignores it: the checkout under test must not loosen its own gate; "
                        f"pass it on the workflow's command line or store it in the baseline")
     gate = {}
+    trusted_ini = overridden_by_workflow(config, "privleak_tolerance")
     for key, tol in ini_tolerances.items():
         builtin = builtin_tolerance(key)
-        if tol > builtin:
+        if tol > builtin and not trusted_ini:
             ignored.append(f"privleak: ini privleak_tolerance {key}={tol:g} raises the built-in tolerance "
                            f"{builtin:g}, so the baseline gate ignores it (the checkout under test must not loosen "
                            f"its own gate); put it in {_TRUSTED}: {TOLERANCE_OPTION} {key}={tol:g}")
@@ -175,7 +192,9 @@ def gate_settings(config, ini_tolerances: dict[str, float]) -> tuple[dict, dict,
     except (ValueError, pytest.UsageError) as exc:  # pytest's message does not name the option
         raise ValueError(f"ini option privleak_allow_missing is not a boolean ({exc}); write "
                          "privleak_allow_missing = true (or false)") from None
-    if allow_ini and not allow:
+    if allow_ini and overridden_by_workflow(config, "privleak_allow_missing"):
+        allow = True
+    elif allow_ini and not allow:
         ignored.append("privleak: ini privleak_allow_missing = true is ignored by the baseline gate (the checkout "
                        "under test must not excuse its own missing results); pass --privleak-allow-missing on "
                        "the workflow's command line")
