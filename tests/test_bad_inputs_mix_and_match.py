@@ -183,3 +183,33 @@ def test_head_refit_on_something_that_is_not_sentences(attack_model, refit_on):
     with pytest.raises(TypeError, match=r"refit_on must be a non-empty sequence of public sentences.*fix: e\.g\. "
                                         r"refit_on=generate_public_corpus"):
         mix_and_match_model(*attack_model, refit_on=refit_on)
+
+
+def test_the_tokenizer_in_the_masked_lm_slot(attack_model):
+    classifier, _, tokenizer = attack_model
+    with pytest.raises(TypeError, match=r"base_mlm is a tokenizer and tokenizer is missing; fix: "
+                                        r"mix_and_match_model\(classifier, tokenizer=tokenizer\)"):
+        mix_and_match_model(classifier, tokenizer)
+
+
+def test_no_tokenizer(attack_model):
+    classifier, base, _ = attack_model
+    with pytest.raises(TypeError, match=r"tokenizer must be the classifier's transformers tokenizer, got NoneType; "
+                                        r"fix: mix_and_match_model\(classifier, base_mlm, tokenizer\)"):
+        mix_and_match_model(classifier, base)
+
+
+def test_head_refit_without_a_masked_lm(attack_model):
+    classifier, _, tokenizer = attack_model
+    with pytest.raises(ValueError, match=r"refit_on re-fits .* but base_mlm is None .*fix: pass base_mlm"):
+        mix_and_match_model(classifier, tokenizer=tokenizer, refit_on=["i bought new towels ."])
+
+
+@pytest.mark.parametrize("method", ["mix-and-match", "auto"])
+def test_the_paper_attack_without_a_masked_lm(attack_model, method):
+    classifier, _, tokenizer = attack_model
+    budget = 2 if method == "auto" else 50_000      # auto over the budget would need Mix And Match too
+    with pytest.raises(ValueError, match=r"needs Mix And Match's candidate generator, a masked LM .*base_mlm=None"
+                                        r".*fix: mix_and_match_model\(classifier, base_mlm, tokenizer\)"):
+        measure_mix_and_match(mix_and_match_model(classifier, tokenizer=tokenizer), TOWELS, method=method,
+                              budget=budget)

@@ -36,6 +36,12 @@ most it could have, ``log2 |V| - log2 (pruned + 1)``.
 :func:`.mix_and_match_exposure.mask_canary_exposure` returns it as an :class:`.exposure_figure.Exposure`, so
 that ``assert_exposure_below(model, mask_canary, max_bits)`` gates it.
 
+Without a masked LM (a classifier fine-tuned from an encoder that ships no
+MLM head, such as all-MiniLM-L6-v2), the exhaustive search still runs: it
+needs only the classifier. Mix And Match cannot (its candidates come from a
+masked-LM head), so its "candidates needed" figure is not computed and
+:data:`NO_GENERATOR` says why.
+
 Everything is batched: one Frankenstein forward per canary, and the
 candidate fills as ``[N, L]`` id tensors through the classifier in chunks.
 """
@@ -67,6 +73,10 @@ DEFAULT_BATCH = 512
 ATTACK_NAMES = {"exhaustive": "exhaustive search: classifier cross-entropy of every vocabulary token (§5.1.4)",
                 "mix-and-match": "Mix And Match: Frankenstein-model candidates pruned by classifier cross-entropy "
                                  "(§4.3)"}
+#: Why the "candidates needed" figure is missing when no masked LM was given.
+NO_GENERATOR = ("not computed: no masked LM was given (base_mlm=None), and Mix And Match's candidates come from a "
+                "masked-LM head (§4.3.1); pass the masked LM the classifier was fine-tuned from as base_mlm to "
+                "compute it")
 
 
 # --------------------------------------------------------------------------- the Frankenstein model
@@ -151,6 +161,29 @@ def is_punctuation(word: str) -> bool:
     return all(c in string.punctuation or not c.isalnum() for c in word)
 
 
+def _check_parts(classifier: Any, generator: Any, tokenizer: Any, refit_on: Any) -> None:
+    """Clear errors for a missing tokenizer, a tokenizer passed as the masked LM, a re-fit without a head."""
+    def is_tokenizer(x: Any) -> bool:
+        return not isinstance(x, torch.nn.Module) and callable(x) and hasattr(x, "convert_ids_to_tokens")
+
+    if tokenizer is None and is_tokenizer(generator):
+        raise TypeError("base_mlm is a tokenizer and tokenizer is missing; fix: mix_and_match_model(classifier, "
+                        "tokenizer=tokenizer) for a classifier without a masked LM (exhaustive search only), or "
+                        "mix_and_match_model(classifier, base_mlm, tokenizer)")
+    if not is_tokenizer(tokenizer):
+        raise TypeError(f"tokenizer must be the classifier's transformers tokenizer, got {type(tokenizer).__name__}; "
+                        "fix: mix_and_match_model(classifier, base_mlm, tokenizer) or, without a masked LM, "
+                        "mix_and_match_model(classifier, tokenizer=tokenizer)")
+    if not isinstance(classifier, torch.nn.Module) or not hasattr(classifier, "base_model") \
+            or classifier.base_model is classifier:
+        raise TypeError(f"classifier must be a transformers classifier with a base encoder (e.g. "
+                        f"AutoModelForSequenceClassification), got {type(classifier).__name__}")
+    if generator is None and refit_on is not None:
+        raise ValueError("refit_on re-fits the Frankenstein model's masked-LM head, but base_mlm is None (no head "
+                         "to re-fit); fix: pass base_mlm (AutoModelForMaskedLM of the checkpoint the classifier was "
+                         "fine-tuned from) or drop refit_on")
+
+
 class MixAndMatchModel:
     """What the attack needs of a fine-tuned classifier: the Frankenstein model, the classifier, the tokenizer.
 
@@ -158,6 +191,8 @@ class MixAndMatchModel:
     pieces (no ``##`` continuations, no special tokens), no punctuation.
     ``refit_on``: public sentences to re-fit the Frankenstein's head on
     (:func:`refit_head`, §4.3.1's option); None (default) keeps the base head.
+    ``generator=None``: no masked LM; the exhaustive search (§5.1.4) needs
+    only the classifier, Mix And Match cannot run (:attr:`has_generator`).
     """
 
     def __init__(self, classifier: Any, generator: Any, tokenizer: Any, *, describe: dict | None = None,
@@ -165,12 +200,13 @@ class MixAndMatchModel:
         from ..adapters._pieces import WordPieces
 
         refit_on = _check_refit(refit_on)
+        _check_parts(classifier, generator, tokenizer, refit_on)
         self.classifier = classifier.eval()
-        self.frankenstein = frankenstein(classifier, generator)
+        self.frankenstein = None if generator is None else frankenstein(classifier, generator)
         #: the head re-fit's epoch losses (empty: the base head as it was, the paper's default)
         self.refit_losses: list[float] = ([] if refit_on is None
                                           else refit_head(self.frankenstein, tokenizer, refit_on))
-        self.base_lm = generator.eval()
+        self.base_lm = None if generator is None else generator.eval()
         self.pieces = WordPieces(tokenizer)
         self.tokenizer = tokenizer
         words, ids = self.pieces.single_piece_words
@@ -186,6 +222,11 @@ class MixAndMatchModel:
     @property
     def device(self) -> torch.device:
         return next(self.classifier.parameters()).device
+
+    @property
+    def has_generator(self) -> bool:
+        """Whether a masked LM was given (Mix And Match's candidates need one; the exhaustive search does not)."""
+        return self.frankenstein is not None
 
     def describe(self) -> dict:
         return dict(self._describe)
@@ -221,6 +262,9 @@ class MixAndMatchModel:
     def generation_scores(self, ids: torch.Tensor, position: int, generator: str = "frankenstein") -> torch.Tensor:
         """§4.3.1: the Frankenstein (or base LM) logits over :attr:`candidate_ids` at the mask ``[C]``."""
         model = self.frankenstein if generator == "frankenstein" else self.base_lm
+        if model is None:
+            raise ValueError(f"the {generator} generator needs a masked LM, but base_mlm is None; fix: "
+                             "mix_and_match_model(classifier, base_mlm, tokenizer)")
         logits = model(input_ids=ids.unsqueeze(0).to(self.device)).logits[0, position].float()
         require_finite(logits, what=f"the {generator} masked-LM logits",
                        fix="the classifier's encoder or the base generation head holds NaN/inf weights; retrain or "
@@ -264,10 +308,16 @@ def as_attack_model(model: Any) -> MixAndMatchModel:
                     "your fine-tuned classifier with mix_and_match_model(...)")
 
 
-def mix_and_match_model(classifier: Any, base_mlm: Any, tokenizer: Any, *, refit_on: Any = None) -> MixAndMatchModel:
+def mix_and_match_model(classifier: Any, base_mlm: Any = None, tokenizer: Any = None, *,
+                        refit_on: Any = None) -> MixAndMatchModel:
     """The attack view of your own fine-tuned classifier: ``classifier`` (AutoModelForSequenceClassification),
     ``base_mlm`` (AutoModelForMaskedLM of the checkpoint it was fine-tuned from) and their ``tokenizer``;
-    ``refit_on``: public sentences to re-fit the Frankenstein's head on, encoder frozen (§4.3.1's option)."""
+    ``refit_on``: public sentences to re-fit the Frankenstein's head on, encoder frozen (§4.3.1's option).
+
+    ``base_mlm`` is optional: ``mix_and_match_model(classifier, tokenizer=tokenizer)`` serves a classifier
+    whose encoder has no masked-LM head (e.g. all-MiniLM-L6-v2). The default (exhaustive) rank and the
+    exposure need only the classifier; ``method="mix-and-match"`` then refuses, and the "candidates
+    needed" figure is reported as not computed (:data:`NO_GENERATOR`)."""
     return MixAndMatchModel(classifier, base_mlm, tokenizer, refit_on=refit_on)
 
 
@@ -290,13 +340,14 @@ class CanaryRanking:
     rank: float                     # mid-rank of the true token (math.inf: not among the candidates pruned)
     rank_range: tuple[int, int]     # over tie-breaking (upper = vocabulary + 1 when not found)
     vocabulary: int                 # |V| after filtering: what the exhaustive search scores
-    candidates_needed: float        # rank of the true token in the generator's list ("Top K", §5.1.5)
+    candidates_needed: float | None   # rank of the true token in the generator's list ("Top K", §5.1.5);
+    #                                   None: no masked LM, not computed (NO_GENERATOR says why)
     scored: int                     # classifier forwards this attack ran
     mix_and_match_rank: float | None   # rank after pruning the first candidates_needed ("Beam size")
     exhaustive_rank: float | None
     guesses: tuple[str, ...]        # the attack's top guesses, best first
     seconds: float = 0.0
-    generator: str = "frankenstein"
+    generator: str | None = "frankenstein"   # None: no masked LM was given
     candidates_needed_other: float | None = None   # the same figure from the other generator (§5.2 compares)
     secret_loss: float = math.nan   # the classifier's cross-entropy with the true token in place
 
@@ -321,9 +372,10 @@ class CanaryRanking:
         return max(0.0, math.log2(self.vocabulary) - math.log2(worst)), high
 
     @property
-    def candidate_ratio(self) -> float:
-        """How many times fewer candidates Mix And Match prunes than the exhaustive search (§5.2: up to 50x)."""
-        return self.vocabulary / self.candidates_needed
+    def candidate_ratio(self) -> float | None:
+        """How many times fewer candidates Mix And Match prunes than the exhaustive search (§5.2: up to 50x);
+        None when the candidates needed were not computed (no masked LM)."""
+        return None if self.candidates_needed is None else self.vocabulary / self.candidates_needed
 
 
 @dataclass(frozen=True)
@@ -352,13 +404,42 @@ def _check_int(name: str, value: Any, low: int) -> int:
     return value
 
 
+def _check_generator_for(model: MixAndMatchModel, method: str, budget: int) -> None:
+    """Refuse an attack that needs the masked LM when none was given (the exhaustive search does not need it)."""
+    vocabulary = len(model.candidate_words)
+    if model.has_generator or method == "exhaustive" or (method == "auto" and vocabulary <= budget):
+        return
+    why = ("method='mix-and-match'" if method == "mix-and-match" else
+           f"method='auto' with the vocabulary ({vocabulary} whole-word candidates) over budget={budget}")
+    raise ValueError(f"{why} needs Mix And Match's candidate generator, a masked LM (§4.3.1), but the model was "
+                     "built without one (base_mlm=None); fix: mix_and_match_model(classifier, base_mlm, tokenizer) "
+                     "with the AutoModelForMaskedLM the classifier was fine-tuned from, or method='exhaustive' "
+                     f"(every candidate scored, needs only the classifier; or budget >= {vocabulary})")
+
+
+def _exhaustive_without_generator(model: MixAndMatchModel, canary: MaskCanary, ids: torch.Tensor, position: int,
+                                  true: int, label: int, batch_size: int, guesses: int,
+                                  began: float) -> CanaryRanking:
+    """§5.1.4 with the classifier alone: the exact rank; the Mix And Match figures are not computed."""
+    vocabulary = len(model.candidate_words)
+    losses = model.class_losses(ids, position, model.candidate_ids, label, batch_size)
+    rank, best, worst = mid_rank(losses, true, lower_is_better=True)
+    top = torch.argsort(losses, stable=True)[:guesses]
+    return CanaryRanking(canary, "exhaustive", rank, (best, worst), vocabulary, None, vocabulary, None, rank,
+                         tuple(model.candidate_words[i] for i in top.tolist()), time.perf_counter() - began,
+                         generator=None, candidates_needed_other=None, secret_loss=float(losses[true]))
+
+
 def rank_canary(model: MixAndMatchModel, canary: MaskCanary, *, method: str = "auto", budget: int = DEFAULT_BUDGET,
                 batch_size: int = DEFAULT_BATCH, guesses: int = 5, generator: str = "frankenstein") -> CanaryRanking:
     """Run the attack of ``method`` on one canary (see the module docstring)."""
     began = time.perf_counter()
+    _check_generator_for(model, method, budget)
     true = model.candidate_index(canary)
     label = model.label_id(canary.intent)
     ids, position = model.encode(canary)
+    if not model.has_generator:
+        return _exhaustive_without_generator(model, canary, ids, position, true, label, batch_size, guesses, began)
     vocabulary = len(model.candidate_words)
     generation = model.generation_scores(ids, position, generator)             # §4.3.1
     order = torch.argsort(generation, descending=True, stable=True)
@@ -400,7 +481,8 @@ def mix_and_match(model: Any, canaries: Any, *, method: str = "auto", budget: in
     read off the same losses) when the filtered vocabulary has at most
     ``budget`` tokens, else Mix And Match pruning the Frankenstein model's top
     ``budget`` candidates. ``generator``: where candidates come from,
-    ``"frankenstein"`` (§4.3.1, default) or ``"base"`` (the pretrained LM).
+    ``"frankenstein"`` (§4.3.1, default) or ``"base"`` (the pretrained LM);
+    unused for a model without a masked LM, which runs the exhaustive search only.
     """
     method = _check_method(method)
     if generator not in GENERATORS:
@@ -409,6 +491,7 @@ def mix_and_match(model: Any, canaries: Any, *, method: str = "auto", budget: in
     budget = _check_int("budget", budget, 1)
     batch_size = _check_int("batch_size", batch_size, 1)
     attack_model = as_attack_model(model)
+    _check_generator_for(attack_model, method, budget)
     items = as_mask_canaries(canaries)
     began = time.perf_counter()
     rankings = tuple(rank_canary(attack_model, c, method=method, budget=budget, batch_size=batch_size,

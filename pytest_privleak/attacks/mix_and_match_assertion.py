@@ -22,8 +22,8 @@ from typing import Any
 from ..results import LeakResult, record
 from ..stats import clopper_pearson
 from .exposure_assertion import target_facts
-from .mix_and_match import (ATTACK_NAMES, DEFAULT_BATCH, DEFAULT_BUDGET, CanaryRanking, MixAndMatchMeasurement,
-                            mix_and_match)
+from .mix_and_match import (ATTACK_NAMES, DEFAULT_BATCH, DEFAULT_BUDGET, NO_GENERATOR, CanaryRanking,
+                            MixAndMatchMeasurement, mix_and_match)
 
 REMEDY = ("the classifier's loss tells the canary's secret token from the rest of the vocabulary (it memorised the "
           "sentence): remove repeated or rare sensitive sentences from the training data, fine-tune fewer epochs "
@@ -60,6 +60,9 @@ def _check_confidence(confidence: Any) -> float:
 
 def _line(r: CanaryRanking) -> str:
     rank = "not among the candidates pruned" if math.isinf(r.rank) else f"rank {r.rank:g} of {r.vocabulary}"
+    if r.candidates_needed is None:
+        return (f"{r.canary.masked_text!r} [{r.canary.intent}] secret {r.canary.target!r}: {rank} ({r.method}); "
+                f"candidates Mix And Match needed: {NO_GENERATOR}; guesses {', '.join(r.guesses)}")
     mm = "" if r.mix_and_match_rank is None else f", rank {r.mix_and_match_rank:g} after pruning them"
     other = "base" if r.generator == "frankenstein" else "frankenstein"
     return (f"{r.canary.masked_text!r} [{r.canary.intent}] secret {r.canary.target!r}: {rank} ({r.method}); "
@@ -76,13 +79,16 @@ def _result(model: Any, m: MixAndMatchMeasurement, threshold: float | None, top_
     low, high = clopper_pearson(hits, n, confidence)
     value = float(worst.rank) if not math.isinf(worst.rank) else float(worst.rank_range[0])
     extra = {"exposure_bits": worst.exposure, "vocabulary": float(vocab),
-             "candidates_needed": float(worst.candidates_needed), "candidate_ratio": worst.candidate_ratio,
              f"top{top_k}_accuracy": hits / n, f"top{top_k}_ci_low": low, f"top{top_k}_ci_high": high,
              f"top{top_k}_chance": min(1.0, top_k / vocab), "seconds": m.seconds}
     evidence: dict[str, Any] = {"attack": ATTACK_NAMES[worst.method],
                                 "rank": "mid-rank over ties; the interval is the tie range",
                                 f"top-{top_k}": f"{hits}/{n} canaries (CI {low:.3f} .. {high:.3f}, chance "
                                                f"{min(1.0, top_k / vocab):.3g})"}
+    if worst.candidates_needed is None:
+        evidence["candidates Mix And Match needed"] = NO_GENERATOR
+    else:
+        extra.update(candidates_needed=float(worst.candidates_needed), candidate_ratio=worst.candidate_ratio)
     for i, r in enumerate(m.rankings):
         evidence[f"canary {i + 1}"] = _line(r)
     label = name if name is not None else "; ".join(f"{r.canary.masked_text} -> {r.canary.target}"

@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from .exposure_figure import Exposure, chance_exposure
-from .mix_and_match import ATTACK_NAMES, DEFAULT_BATCH, mix_and_match
+from .mix_and_match import ATTACK_NAMES, DEFAULT_BATCH, NO_GENERATOR, as_attack_model, mix_and_match
 from .mix_and_match_canaries import MaskCanary
 
 __all__ = ["EXPOSURE_METHODS", "mask_canary_exposure"]
@@ -36,16 +36,26 @@ def mask_canary_exposure(model: Any, canary: MaskCanary, *, method: str = "auto"
                          "generator's top `references` candidates)")
     attack = EXPOSURE_METHODS[method]
     size = budget if attack == "auto" else candidates
-    r = mix_and_match(model, canary, method=attack, budget=size, batch_size=batch_size).rankings[0]
-    vocabulary = r.vocabulary
+    attack_model = as_attack_model(model)
+    vocabulary = len(attack_model.candidate_words)
+    if not attack_model.has_generator and (attack == "mix-and-match" or vocabulary > size):
+        why = "method='mix-and-match'" if attack == "mix-and-match" else \
+            f"method='auto' with the vocabulary ({vocabulary} whole-word candidates) over exact_budget={size}"
+        raise ValueError(f"{why} needs Mix And Match's candidate generator, a masked LM (§4.3.1), but the model was "
+                         "built without one (base_mlm=None); fix: mix_and_match_model(classifier, base_mlm, "
+                         "tokenizer), or method='exact' (every candidate scored, needs only the classifier)")
+    r = mix_and_match(attack_model, canary, method=attack, budget=size, batch_size=batch_size).rankings[0]
     found = "not among them" if math.isinf(r.rank) else f"rank {r.rank_range[1]} among them (ties against the secret)"
     evidence = {"rank": (f"{r.rank_range[1]} of {vocabulary} whole-word candidates (ties against the secret)"
                          if r.method == "exhaustive" else f"{r.scored} of {vocabulary} candidates pruned, {found}; "
                          "the exposure is an upper bound"),
                 "attack": ATTACK_NAMES[r.method],
                 "guesses": ", ".join(r.guesses)}
-    extra = {"vocabulary": float(vocabulary), "scored": float(r.scored),
-             "candidates_needed": float(r.candidates_needed), "candidate_ratio": r.candidate_ratio}
+    extra = {"vocabulary": float(vocabulary), "scored": float(r.scored)}
+    if r.candidates_needed is None:
+        evidence["candidates Mix And Match needed"] = NO_GENERATOR
+    else:
+        extra.update(candidates_needed=float(r.candidates_needed), candidate_ratio=r.candidate_ratio)
     if not math.isinf(r.rank):
         extra["mid_rank"] = float(r.rank)
     rank = None if math.isinf(r.rank) else int(r.rank_range[1])
