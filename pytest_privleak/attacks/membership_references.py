@@ -35,8 +35,9 @@ class TargetRecipe:
 
     ``kind`` + ``config``: ``train_target(kind, dataset, cache=cache, seed=..., **config)``;
     ``train`` (+ ``build``, ``wrap``, ``sources``) + ``config``: ``train_own_model``.
-    ``dataset`` is the target's dataset; a reference keeps its valid and test
-    splits (the label sets) and gets its own ``train`` split.
+    ``dataset`` is the target's dataset; a reference keeps its valid split,
+    gets its own ``train`` split, and the target's training records not in
+    it join its test split (never trained on), so that its label sets are the target's.
     """
 
     dataset: Any
@@ -64,7 +65,12 @@ class TargetRecipe:
         from ..targets import train_target
         from ..targets.own_model import train_own_model
 
-        dataset = self.dataset.with_train(train_split, name=f"{self.dataset.name}+{label}")
+        # the target's training records move to test, never trained on: the label sets (intents, tags), which the
+        # built-in targets read from all splits, stay the target's; words come from the train split only
+        split = tuple(train_split)
+        inside = set(split)
+        dataset = self.dataset.replace(train=split, test=self.dataset.test + tuple(
+            u for u in dict.fromkeys(self.dataset.train) if u not in inside), name=f"{self.dataset.name}+{label}")
         if self.kind is not None:
             return train_target(self.kind, dataset, device=self.device, cache=self.cache, seed=seed,
                                 **dict(self.config))
