@@ -2,15 +2,13 @@
 evidence line that says it was loaded from the result cache (the only difference from a computed one)."""
 import contextlib
 
-import pytest
-
 from pytest_privleak.cache import results as rc
-from pytest_privleak.results import PrivacyLeakError
+from pytest_privleak import expect_leak
 
 
 def leak_message(call) -> str:
     """The message of the PrivacyLeakError that ``call()`` must raise."""
-    with pytest.raises(PrivacyLeakError) as info:
+    with expect_leak() as info:
         call()
     return str(info.value)
 

@@ -16,7 +16,7 @@ from pytest_privleak.embeddings.keyword_assertion import (assert_keyword_inferen
 from pytest_privleak.embeddings.keywords import _auc  # noqa: E402
 from pytest_privleak.embeddings.utility import measure_utility  # noqa: E402
 from pytest_privleak.embeddings.words import has_word, substitution_twins, with_and_without  # noqa: E402
-from pytest_privleak.results import PrivacyLeakError  # noqa: E402
+from pytest_privleak import expect_leak
 
 KEYWORDS = ("leg", "hand", "spine")
 
@@ -48,7 +48,7 @@ def setup():
 
 def test_white_box_svm_reads_body_parts_from_the_tiny_encoder(setup):
     encoder, victims, shadow, _ = setup
-    with pytest.raises(PrivacyLeakError) as failure:
+    with expect_leak() as failure:
         assert_keyword_inference_at_most(encoder, KEYWORDS, 0.6, victims=victims, shadow=shadow, name="tiny wb")
     r = failure.value.result
     assert r.metric == "accuracy_white-box" and r.chance == 0.5 and r.interval[0] > 0.75, r.explain()

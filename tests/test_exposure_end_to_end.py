@@ -11,8 +11,8 @@ from pytest_privleak.attacks.exposure import compute_exposure as measure_exposur
 from pytest_privleak.attacks.exposure_assertion import assert_exposure_below
 from pytest_privleak.canaries import canary, inject_canaries
 from pytest_privleak.data.synthetic import generate_snips_like
-from pytest_privleak.results import PrivacyLeakError
 from pytest_privleak.targets import train_target
+from pytest_privleak import expect_leak
 
 LM = dict(epochs=3, hidden_dim=64)
 PINS = [canary("pin", 4, seed=s) for s in range(4)]
@@ -33,7 +33,7 @@ def lm(corpus, repeats, pins=PINS[:1]):
 
 def test_repeated_pin_fails_and_a_pin_never_inserted_passes(corpus):
     model = lm(corpus, 100)
-    with pytest.raises(PrivacyLeakError) as info:
+    with expect_leak() as info:
         assert_exposure_below(model, PINS[0], 8.0)
     assert info.value.result.value > 12.0
     assert "exposure_bits" in str(info.value) and PINS[0].text in str(info.value)
@@ -67,7 +67,7 @@ def test_joint_nlu_pin_exposure_uses_the_training_loss(corpus):
     """Exposure of the joint intent+slot model: score = training loss with the canary's intent and tags."""
     small = dict(epochs=8, embedding_dim=32, hidden_dim=32)
     leaky = train_target("joint-bilstm-crf", inject_canaries(corpus, PINS[0], repeats=100), progress=False, **small)
-    with pytest.raises(PrivacyLeakError):
+    with expect_leak():
         assert_exposure_below(leaky, PINS[0], 8.0)
     clean = train_target("joint-bilstm-crf", inject_canaries(corpus, PINS[1], repeats=1), progress=False, **small)
     assert assert_exposure_below(clean, NEVER_INSERTED, 8.0).passed

@@ -11,8 +11,9 @@ from pytest_privleak.attacks.exposure_assertion import assert_exposure_below
 from pytest_privleak.attacks.exposure_assertion import measure_exposure as measure_exposure_result
 from pytest_privleak.canaries import canary
 from pytest_privleak.finite import NonFiniteError
-from pytest_privleak.results import PrivacyLeakError, set_sink
+from pytest_privleak.results import set_sink
 from pytest_privleak.targets.vocab import Vocabulary
+from pytest_privleak import expect_leak
 
 
 def test_issue_example_rank_4_exposure_2():
@@ -162,7 +163,7 @@ def test_sampling_is_deterministic_per_seed():
 
 
 def test_assertion_fails_with_the_evidence_and_passes_below_the_bound():
-    with pytest.raises(PrivacyLeakError) as info:
+    with expect_leak() as info:
         assert_exposure_below(TableScorer(canary_rank=1), PIN, 10.0)
     message = str(info.value)
     for needle in ("13.288", "1 of 10000 secrets", "my pin code is", "remedy", "ceiling", "chance"):

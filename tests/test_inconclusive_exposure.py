@@ -12,8 +12,8 @@ from pytest_privleak.attacks.exposure import DEFAULT_EXACT_BUDGET
 from pytest_privleak.attacks.exposure_assertion import assert_exposure_below
 from pytest_privleak.attacks.inconclusive import InconclusiveAuditError
 from pytest_privleak.canaries import canary
-from pytest_privleak.results import PrivacyLeakError
 from pytest_privleak.targets.vocab import Vocabulary
+from pytest_privleak import expect_leak
 
 PIN = canary("pin", 3, seed=4)  # 1,000 secrets: the default scores every one
 
@@ -34,8 +34,9 @@ class Memorised:
 
 
 def test_sampled_exposure_under_its_ceiling_is_inconclusive_where_the_default_is_exhaustive():
-    with pytest.raises(InconclusiveAuditError) as info:
+    with expect_leak() as info:
         assert_exposure_below(Memorised(), PIN, 6.0, method="sampled", references=16)
+    assert info.type is InconclusiveAuditError
     head = str(info.value).splitlines()[0]
     assert "INCONCLUSIVE, not a pass" in head and "method='sampled'" in head and "1,000 secrets" in head
     assert "exact_budget >= 1,000" in head and "allow_inconclusive=True" in head
@@ -43,7 +44,7 @@ def test_sampled_exposure_under_its_ceiling_is_inconclusive_where_the_default_is
 
 
 def test_the_default_scores_every_secret_and_finds_the_leak():
-    with pytest.raises(PrivacyLeakError) as info:
+    with expect_leak() as info:
         assert_exposure_below(Memorised(), PIN, 6.0)
     assert not isinstance(info.value, InconclusiveAuditError)
     assert info.value.result.value == pytest.approx(math.log2(1000)) and info.value.result.evidence["method"] == "exact"
@@ -57,7 +58,7 @@ def test_allow_inconclusive_accepts_a_sampled_figure_and_says_so(method):
 
 
 def test_a_sampled_figure_over_the_limit_fails_as_a_leak():
-    with pytest.raises(PrivacyLeakError) as info:
+    with expect_leak() as info:
         assert_exposure_below(Memorised(), PIN, 2.0, method="sampled", references=16)
     assert not isinstance(info.value, InconclusiveAuditError)
 

@@ -6,14 +6,15 @@ import pytest
 
 from pytest_privleak.ldp import (KRR, OME, OUE, SUE, BoundedLaplace, BoxDomain, FiniteDomain, assert_ldp_holds,
                                  audit, worst_case_epsilon)
-from pytest_privleak.results import PrivacyLeakError
+from pytest_privleak.results import PrivacyLeakError, set_sink
+from pytest_privleak import expect_leak
 
 
 @pytest.mark.parametrize("lam", [10, 100])
 @pytest.mark.parametrize("eps", [0.001, 1.0])
 def test_ome_large_lambda_fails_far_above_claim(lam, eps):
     ome = OME(lam, eps)
-    with pytest.raises(PrivacyLeakError) as info:
+    with expect_leak() as info:
         assert_ldp_holds(ome, eps)
     res = info.value.result
     exact = worst_case_epsilon(ome).epsilon
@@ -56,16 +57,20 @@ def test_correct_mechanisms_are_found_close_to_their_eps():
 def test_no_false_alarm_100_seeds(mech):
     # every built-in mechanism at a claim it meets (OME only at λ = 1: its exact ε is then at most ε / 2)
     passed = 0
-    for seed in range(100):
-        try:
-            passed += assert_ldp_holds(mech, mech.epsilon, seed=seed).passed
-        except PrivacyLeakError:
-            pass
+    set_sink([])   # the 100 verdicts are this test's evidence: diverted, so a false alarm is not a swallowed leak
+    try:
+        for seed in range(100):
+            try:
+                passed += assert_ldp_holds(mech, mech.epsilon, seed=seed).passed
+            except PrivacyLeakError:
+                pass
+    finally:
+        set_sink(None)
     assert passed >= 99
 
 
 def test_understated_claim_fails():
-    with pytest.raises(PrivacyLeakError):
+    with expect_leak():
         assert_ldp_holds(KRR(4, 2.0), 1.0, samples=300_000)
 
 
@@ -154,7 +159,7 @@ def test_asymmetric_leak_is_found_in_the_direction_the_search_did_not_list():
     assert 5 < res.epsilon_lcb <= exact
     assert (int(res.a), int(res.b)) == (1, 0)  # p1 measured on the favoured input
     assert res.p1 == pytest.approx(0.5, abs=0.005) and res.p2 == pytest.approx(0.001, rel=0.2)
-    with pytest.raises(PrivacyLeakError) as info:
+    with expect_leak() as info:
         assert_ldp_holds(OneBit(), 1.0)
     assert 5 < info.value.result.value <= exact
 
@@ -214,7 +219,7 @@ def test_user_mechanism_via_protocol():
             reveal = rng.random(x.shape) < 0.5
             return np.where(reveal, x, rng.random(x.shape))
 
-    with pytest.raises(PrivacyLeakError):
+    with expect_leak():
         assert_ldp_holds(Leaky(), 1.0, samples=200_000)
 
 

@@ -5,7 +5,8 @@ import pytest
 from pytest_privleak.ldp import KRR, BoxDomain, assert_ldp_holds, mechanism_label
 from pytest_privleak.ldp.assertion import measure_ldp
 from pytest_privleak.report.keys import unstable_reason
-from pytest_privleak.results import PrivacyLeakError, set_sink
+from pytest_privleak.results import set_sink
+from pytest_privleak import expect_leak
 
 SMALL = dict(samples=50_000, train_samples=3_000, val_samples=10_000, progress=None)
 
@@ -30,9 +31,9 @@ def test_label_of_a_mechanism_without_repr_is_its_class_and_parameters():
 
 
 def test_result_label_and_target_hold_no_memory_address_and_repeat_across_runs():
-    with pytest.raises(PrivacyLeakError) as one:
+    with expect_leak() as one:
         assert_ldp_holds(Leaky(), 1.0, **SMALL)
-    with pytest.raises(PrivacyLeakError) as two:
+    with expect_leak() as two:
         assert_ldp_holds(Leaky(), 1.0, **SMALL)
     r1, r2 = one.value.result, two.value.result
     assert r1.label == r2.label == "Leaky(epsilon=1, reveal=0.5)"
@@ -60,7 +61,7 @@ def test_measure_ldp_records_a_measured_result_without_raising_on_a_leak():
 
 def test_measure_ldp_gives_the_figure_assert_ldp_holds_gates():
     measured = measure_ldp(KRR(4, 2.0), seed=3, **SMALL)
-    with pytest.raises(PrivacyLeakError) as info:
+    with expect_leak() as info:
         assert_ldp_holds(KRR(4, 2.0), 1.0, seed=3, **SMALL)
     assert info.value.result.value == measured.value and info.value.result.threshold == 1.0
 

@@ -5,7 +5,7 @@ from helpers_ldp import WordRR
 
 from pytest_privleak.ldp import FiniteDomain, assert_ldp_holds, audit
 from pytest_privleak.ldp.auditor import validate_pairs
-from pytest_privleak.results import PrivacyLeakError
+from pytest_privleak import expect_leak
 
 COLOURS = ["red", "green", "cyan", "magenta"]
 
@@ -29,7 +29,7 @@ def test_longer_string_is_not_truncated_to_a_shorter_domain_entry():
 
 def test_string_pair_audit_fails_a_leaking_mechanism_and_names_the_witness():
     mech = WordRR(COLOURS, epsilon=1.0, leak="cyan", p_leak=0.95)
-    with pytest.raises(PrivacyLeakError) as info:
+    with expect_leak() as info:
         assert_ldp_holds(mech, 1.0, pairs=[("red", "cyan")], samples=50_000, train_samples=3_000,
                          val_samples=10_000, progress=None, name="word-rr")
     res = info.value.result

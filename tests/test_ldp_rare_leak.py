@@ -10,7 +10,7 @@ from helpers_ldp import RareLeak
 
 from pytest_privleak.ldp import FiniteDomain, KRR, assert_ldp_holds, audit
 from pytest_privleak.ldp.search import screen_pairs
-from pytest_privleak.results import PrivacyLeakError
+from pytest_privleak import expect_leak
 
 FAST = dict(samples=100_000, train_samples=3_000, val_samples=10_000, progress=None)
 
@@ -25,7 +25,7 @@ def test_screen_ranks_the_leaking_input_first():
 @pytest.mark.parametrize("seed", [0, 1])
 def test_leak_at_one_input_of_100_fails_the_assertion(seed):
     mech = RareLeak(100, leak=37)
-    with pytest.raises(PrivacyLeakError) as info:
+    with expect_leak() as info:
         assert_ldp_holds(mech, 1.0, seed=seed, **FAST)
     res = info.value.result
     assert 37 in (int(res.evidence["witness"].split("a=")[1].split(" ")[0]),
