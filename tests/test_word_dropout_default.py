@@ -91,3 +91,29 @@ def test_an_unseen_word_reads_the_rare_words_mean_and_untrained_tokens_share_it(
     assert torch.equal(table[UNK_ID], table[rows].mean(dim=0))
     assert model.vocab.untrained and all(
         torch.equal(table[i], table[UNK_ID]) for i in model.vocab.token_ids(model.vocab.untrained, strict=True))
+
+
+@pytest.mark.parametrize("kind", sorted(TINY))
+def test_setting_the_unk_row_changes_no_other_weight(kind, data, monkeypatch):
+    """The <unk> row is set from the rare words at each validation pass and after training; no training batch
+    reads it, so every other weight (what the model memorised) is bitwise that of a run that never sets it."""
+    from pytest_privleak.targets import unk_training
+
+    config = dict(TINY[kind], epochs=3)
+    model = train_target(kind, data, seed=0, progress=False, **config)
+    monkeypatch.setattr(MODULES[kind], "set_unk_row", lambda weight, rows: None)
+    monkeypatch.setattr(unk_training, "set_unk_row_from_rare_words", lambda *args, **kwargs: ())
+    untouched = train_target(kind, data, seed=0, progress=False, **config)
+    table = "word_embedding.weight" if kind == "joint-bilstm-crf" else "embedding.weight"
+    ours, theirs = model.net.state_dict(), untouched.net.state_dict()
+    assert ours.keys() == theirs.keys()
+    for key in ours:
+        if key == table:
+            others = torch.arange(ours[key].shape[0]) != UNK_ID
+            assert not torch.equal(ours[key][UNK_ID], theirs[key][UNK_ID])
+            # the untrained reserved tokens are tied to <unk>, so compare the trained rows
+            trained = others.clone()
+            trained[model.vocab.token_ids(model.vocab.untrained, strict=True)] = False
+            assert torch.equal(ours[key][trained], theirs[key][trained]), kind
+        else:
+            assert torch.equal(ours[key], theirs[key]), (kind, key)

@@ -71,7 +71,8 @@ from torchcrf import CRF
 from . import training
 from .base import TrainedTarget
 from .char_cnn import CharCNN
-from .unk_training import DEFAULT_UNK_ALPHA, check_unk_alpha, drop_to_unk, finish_unk_rows, unk_probabilities
+from .unk_training import (DEFAULT_UNK_ALPHA, check_unk_alpha, drop_to_unk, finish_unk_rows, rare_word_rows,
+                           set_unk_row, unk_probabilities)
 from .vocab import PAD, PAD_ID, UNK, Vocabulary, check_extra_tokens
 
 KIND = "joint-bilstm-crf"
@@ -407,10 +408,13 @@ def build(dataset, config: JointNLUConfig, *, device: torch.device, seed: int, c
     train_items = encode_utterances(vocab, dataset.train, width)
     valid_items = encode_utterances(vocab, dataset.valid, width)
     unk_probs = unk_probabilities(vocab, dataset.train, config.unk_alpha, device)
+    rare = rare_word_rows(vocab, dataset.train) if config.unk_alpha == 0.0 else None
 
     def training_loss(net: JointNLUNet, batch: Batch) -> torch.Tensor:
         if net.training:  # word vectors only: with CE a replaced word keeps its own characters
             batch = dataclasses.replace(batch, ids=drop_to_unk(batch.ids, unk_probs))
+        elif rare is not None:  # validation reads <unk> as the returned model will (no gradient reaches it)
+            set_unk_row(net.word_embedding.weight, rare)
         return batch_loss(net, batch)
 
     with training.seeded(seed, device), training.torch_threads(threads if device.type == "cpu" else None):

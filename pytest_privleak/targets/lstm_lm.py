@@ -38,7 +38,8 @@ from torch import nn
 
 from . import training
 from .base import TrainedTarget
-from .unk_training import DEFAULT_UNK_ALPHA, check_unk_alpha, drop_to_unk, finish_unk_rows, unk_probabilities
+from .unk_training import (DEFAULT_UNK_ALPHA, check_unk_alpha, drop_to_unk, finish_unk_rows, rare_word_rows,
+                           set_unk_row, unk_probabilities)
 from .vocab import PAD_ID, Vocabulary, check_extra_tokens
 
 KIND = "lstm-lm"
@@ -175,10 +176,13 @@ def build(dataset, config: LSTMLMConfig, *, device: torch.device, seed: int, con
     train_items = [vocab.token_ids(u.tokens) for u in dataset.train]
     valid_items = [vocab.token_ids(u.tokens) for u in dataset.valid]
     unk_probs = unk_probabilities(vocab, dataset.train, config.unk_alpha, device)
+    rare = rare_word_rows(vocab, dataset.train) if config.unk_alpha == 0.0 else None
 
     def training_loss(net: LSTMLMNet, batch) -> torch.Tensor:
         ids, lengths = batch
         if not net.training:
+            if rare is not None:  # validation reads <unk> as the returned model will (no gradient reaches it)
+                set_unk_row(net.embedding.weight, rare)
             return net.nll(ids, lengths)
         return net.nll(ids, lengths, drop_to_unk(ids, unk_probs))
 

@@ -8,9 +8,10 @@ vector (canary-extraction-nlu §4.1); a table trained from scratch needs a
 stand-in, and it must not change what the model memorises: the undefended
 target is the paper's model (issue 21).
 
-Default (``unk_alpha=0``): no word dropout. After training,
-:func:`set_unk_row_from_rare_words` sets the ``<unk>`` row to the mean of the
-rows of the rarest training words (those seen at most as often as the
+Default (``unk_alpha=0``): no word dropout. After training (and before each
+validation pass, so that the validation loss early stopping watches, §6, is
+that of the model returned), :func:`set_unk_row_from_rare_words` sets the
+``<unk>`` row to the mean of the rows of the rarest training words (those seen at most as often as the
 :data:`RARE_SHARE` quantile of word-type counts: the hapaxes on a real
 corpus). An unseen word is most like a rare one (Good-Turing: the chance of
 a new word is estimated from the words seen once), which is also why
@@ -91,19 +92,31 @@ def rare_words(utterances: Sequence, share: float = RARE_SHARE) -> tuple[str, ..
     return tuple(sorted(t for t, n in counts.items() if n <= cut))
 
 
+def rare_word_rows(vocab: Vocabulary, utterances: Sequence, share: float = RARE_SHARE) -> torch.Tensor:
+    """Row ids ``[k]`` (long) of :func:`rare_words`, to set ``<unk>`` repeatedly without recounting."""
+    return torch.tensor(vocab.token_ids(rare_words(utterances, share), strict=True), dtype=torch.long)
+
+
 @torch.no_grad()
+def set_unk_row(weight: torch.Tensor, rows: torch.Tensor) -> None:
+    """Row ``UNK_ID`` of ``weight`` := the mean of ``weight[rows]`` (in place; nothing when ``rows`` is empty)."""
+    if rows.numel():
+        weight[UNK_ID] = weight[rows.to(weight.device)].mean(dim=0)
+
+
 def set_unk_row_from_rare_words(weight: torch.Tensor, vocab: Vocabulary, utterances: Sequence,
                                 share: float = RARE_SHARE) -> tuple[str, ...]:
     """Set row ``UNK_ID`` of ``weight`` (in place) to the mean of the rows of :func:`rare_words`.
 
-    Call after training with the training split; returns the words averaged.
-    Nothing is trained: the model's other weights, and so what it memorised,
-    are untouched. Without training tokens the row is left as it is.
+    Call after training with the training split (and, for a validation loss
+    that reads ``<unk>`` as the finished model will, before each validation
+    pass); returns the words averaged. Nothing is trained: without word
+    dropout no training batch reads ``<unk>``, so its row has no gradient and
+    the other weights, and what the model memorised, are the same with or
+    without this call. Without training tokens the row is left as it is.
     """
     words = rare_words(utterances, share)
-    if words:
-        rows = torch.tensor(vocab.token_ids(words, strict=True), device=weight.device)
-        weight[UNK_ID] = weight[rows].mean(dim=0)
+    set_unk_row(weight, torch.tensor(vocab.token_ids(words, strict=True), dtype=torch.long))
     return words
 
 
