@@ -223,3 +223,51 @@ def test_other_errors_pass_through():
     run.assert_outcomes(passed=1, failed=3)
     run.stdout.fnmatch_lines(["*expect_leak: DID NOT RAISE PrivacyLeakError*",
                               "*expect_leak: the regex 'exposure' does not match*", "*KeyError*not a leak*"])
+
+
+def test_a_session_fixture_set_up_on_every_xdist_worker_counts_once(pytester):
+    pytester.makeconftest(SCORER.replace("def test_control", "def _unused") + '''
+
+@pytest.fixture(scope="session")
+def audited_once():
+    membership("session-audit")
+''')
+    for name in ("a", "b", "c", "d"):
+        pytester.makepyfile(**{f"test_{name}": "import time\n\ndef test_it(audited_once):\n    time.sleep(0.3)\n"})
+    found = []
+    for extra in ((), ("-n", "2", "--dist", "load")):
+        run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--privleak-report=rep", *extra)
+        assert run.ret == 0, run.stdout.str()
+        report = json.loads((pytester.path / "rep" / "report.json").read_text())
+        found.append(sorted(r["key"] for t in report["tests"] for r in t["results"]))
+    assert found[0] == found[1] == ["[session]::audited_once::membership.auc[session-audit]"], found
+
+
+def test_a_caught_inconclusive_audit_also_fails_unless_declared(pytester):
+    """Inconclusive is not a pass (issue 23 item 4): catching it is swallowing it; expect_leak declares it."""
+    pytester.makepyfile(test_inconclusive=SCORER + '''
+from pytest_privleak import expect_leak
+from pytest_privleak.attacks.inconclusive import InconclusiveAuditError, check_covered
+
+
+def audit():
+    check_covered(LeakResult("ldp", "epsilon_lcb", 0.1, threshold=1.0, label="short"), complete=False,
+                  covered="1 of 10 pairs", rest="time_budget=1")
+
+
+def test_catches_it():
+    try:
+        audit()
+    except InconclusiveAuditError:
+        pass
+
+
+def test_declares_it():
+    with expect_leak(match="INCONCLUSIVE"):
+        audit()
+''')
+    run = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert run.ret == 1, run.stdout.str()
+    run.stdout.fnmatch_lines(["*privleak: swallowed inconclusive: test_inconclusive.py::test_catches_it "
+                              "ldp.epsilon_lcb [[]short[]] = 0.100 is inconclusive*"])
+    assert "test_declares_it" not in "".join(l for l in run.outlines if "swallowed" in l)

@@ -343,7 +343,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     for r in own:  # on the item, so later reports (and --junitxml) carry them too
         item.user_properties.extend(headline_properties(r))
         report.user_properties.extend(headline_properties(r))
-    if not (taken or _is_privacy_test(item)):
+    privacy = _is_privacy_test(item)
+    if not (taken or privacy):
         return report
     # A test marked xfail that passed (xpass) declared its leaks as expected.
     declared = report.passed and hasattr(report, "wasxfail")
@@ -353,6 +354,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
                        "fixtures": {key: _encoded(found, False) for key, found in taken.items()},
                        "device": item.config.stash.get(DEVICE_KEY, None),
                        "seed": item.config.stash[SETTINGS_KEY].seed}
+    if not privacy:
+        report.privleak["fixture_only"] = True   # carries a fixture's results; the test itself is not listed
     return report
 
 

@@ -56,6 +56,11 @@ def _is_alarm(line: str) -> bool:
     return line.lstrip().startswith(_LEGACY_ALARMS)
 
 
+def _identity(result: dict[str, Any]) -> tuple:
+    """A result's key within its test and its figure: the same on every worker that computed it alike."""
+    return (result.get("attack"), result.get("metric"), result.get("label") or "", repr(result.get("value")))
+
+
 def _named(result: dict[str, Any]) -> str:
     """``attack.metric [label]`` of a result dict."""
     label = f" [{result['label']}]" if result.get("label") else ""
@@ -126,6 +131,10 @@ class Recorder:
         meta = getattr(report, "privleak", None)
         if meta is None:
             return
+        for key, results in (meta.get("fixtures") or {}).items():
+            self.add_fixture_results(key, [decode_result(r) for r in results], report)
+        if meta.get("fixture_only") and report.nodeid not in self.tests:
+            return
         record = self.tests.setdefault(report.nodeid, TestRecord(report.nodeid))
         record.worker = _worker_of(report) or record.worker
         record.host = _host_of(report) or record.host
@@ -143,8 +152,6 @@ class Recorder:
         elif report.when == "setup" and report.skipped:
             record.outcome = "xfailed" if xfailed else "skipped"
         self.append_results(record, [decode_result(r) for r in meta.get("results", [])])
-        for key, results in (meta.get("fixtures") or {}).items():
-            self.add_fixture_results(key, [decode_result(r) for r in results], report)
 
     def append_results(self, record: TestRecord, results: list[dict[str, Any]]) -> None:
         if results:
@@ -154,8 +161,13 @@ class Recorder:
 
     def add_fixture_results(self, key: str, results: list[dict[str, Any]], report: pytest.TestReport) -> None:
         """Results of a wider-scoped fixture (key ``scope::name``), carried by the report of the phase it ran in."""
-        record = self.tests.setdefault(key, TestRecord(key))
-        record.worker = _worker_of(report) or record.worker
+        worker = _worker_of(report)
+        record = self.tests.setdefault(key, TestRecord(key, worker=worker))
+        if worker and record.worker and worker != record.worker:
+            # a session or package fixture set up again on another xdist worker: its same figures count once
+            # (different ones stay, and the gate refuses their shared key, naming it)
+            known = {_identity(r) for r in record.results}
+            results = [r for r in results if _identity(r) not in known]
         record.host = _host_of(report) or record.host
         if report.failed:
             record.outcome = "error"
@@ -316,8 +328,10 @@ class ResultCollector(Recorder):
 
         lines = []
         for test, result in swallowed_leaks(report):
-            lines.append(f"privleak: swallowed leak: {test['nodeid']} {_named(result)} = "
-                         f"{_fmt(figure(result['value']))} violates its limit "
+            what = ("violates its limit" if result.get("verdict") == "FAIL"
+                    else "is inconclusive (cut short by its budget)")
+            lines.append(f"privleak: swallowed {'leak' if result.get('verdict') == 'FAIL' else 'inconclusive'}: "
+                         f"{test['nodeid']} {_named(result)} = {_fmt(figure(result['value']))} {what} "
                          f"({_fmt(figure(result.get('threshold')))}), yet the test {test['outcome']}; let the "
                          "assertion fail, or declare the leak with `with pytest_privleak.expect_leak():` "
                          "(or @pytest.mark.xfail)")

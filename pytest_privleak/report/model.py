@@ -144,11 +144,17 @@ def is_expected_leak(outcome: str, result: dict[str, Any]) -> bool:
     return result.get("verdict") == "FAIL" and (outcome == "xfailed" or bool(result.get("expected")))
 
 
+def is_unaccepted_inconclusive(result: dict[str, Any]) -> bool:
+    """A measurement cut short by its budget without ``allow_inconclusive=True``: not a pass either."""
+    target = result.get("target") or {}
+    return bool(target.get("inconclusive")) and not target.get("inconclusive_allowed")
+
+
 def swallowed_leaks(report: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """(test, result) of each undeclared failing result whose test (or fixture) did not fail."""
+    """(test, result) of each undeclared failing (or unaccepted inconclusive) result of a test that did not fail."""
     return [(t, r) for t in report.get("tests", []) for r in t.get("results", [])
-            if t.get("outcome") in QUIET_OUTCOMES and r.get("verdict") == "FAIL"
-            and not is_expected_leak(t["outcome"], r)]
+            if t.get("outcome") in QUIET_OUTCOMES and (r.get("verdict") == "FAIL" or is_unaccepted_inconclusive(r))
+            and not (t["outcome"] == "xfailed" or r.get("expected"))]
 
 
 def shown_verdict(outcome: str, result: dict[str, Any]) -> str:
