@@ -173,8 +173,9 @@ def main() -> None:
         r20, t20, a20 = pool(kind, args, 20, cache)
         per_model = (t10 + t20 + a10 + a20) / (2 * args.pool)
         print(f"\n{TARGETS[kind][0]} (epochs {getattr(args, TARGETS[kind][1])}): exposure bits of the pin per seed")
-        print("  R=10: " + " ".join(f"{v:.2f}" for v in r10) + f"   mean {np.mean(r10):.2f} sd {np.std(r10, ddof=1):.2f}")
-        print("  R=20: " + " ".join(f"{v:.2f}" for v in r20) + f"   mean {np.mean(r20):.2f} sd {np.std(r20, ddof=1):.2f}")
+        for repeats, values in ((10, r10), (20, r20)):
+            print(f"  R={repeats}: " + " ".join(f"{v:.2f}" for v in values)
+                  + f"   mean {np.mean(values):.2f} sd {np.std(values, ddof=1):.2f}")
         print(f"  {'cold' if per_model > 0.5 else 'this run (models and figures from the cache)'}: "
               f"{per_model:.2f} s per model (train {(t10 + t20) / (2 * args.pool):.2f} s + exposure "
               f"{(a10 + a20) / (2 * args.pool):.2f} s); k seeds cost k times that on one worker")
@@ -192,7 +193,8 @@ def main() -> None:
             flagged = sum(regressed(r10[2 * i * k:(2 * i + 1) * k], r10[(2 * i + 1) * k:(2 * i + 2) * k])
                           for i in range(m))
             lo, hi = clopper_pearson(flagged, m) if m else (0.0, 1.0)
-            print(f"  k={k}: independent seed-only pairs {flagged}/{m} flagged (Clopper-Pearson 95 % {lo:.2f}..{hi:.2f})")
+            print(f"  k={k}: independent seed-only pairs {flagged}/{m} flagged "
+                  f"(Clopper-Pearson 95 % {lo:.2f}..{hi:.2f})")
 
 
 if __name__ == "__main__":

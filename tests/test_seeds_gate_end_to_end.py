@@ -49,7 +49,8 @@ def test_seed_only_change_fails_one_draw_and_passes_over_seeds(pytester):
     assert entry["per_seed"] == [0.55, 0.64, 0.55, 0.64, 0.55]
     five = _run(pytester, "--privleak-seeds", "5", "--privleak-seed", "10", "--privleak-baseline", "five.json")
     assert five.ret == 0, five.stdout.str()
-    five.stdout.fnmatch_lines(["*baseline gate passed*1 over training seeds, by a one-sided Welch t test at alpha 0.05*"])
+    five.stdout.fnmatch_lines(
+        ["*baseline gate passed*1 over training seeds, by a one-sided Welch t test at alpha 0.05*"])
     # the other seed count against this baseline is refused, naming both
     mixed = _run(pytester, "--privleak-seeds", "3", "--privleak-baseline", "five.json")
     assert mixed.ret != 0

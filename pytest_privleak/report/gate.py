@@ -288,8 +288,9 @@ def _describe_seed_change(change: dict[str, Any], label: str, rule: str) -> str:
     """``... : mean before 2.000 (seeds 1.000, 2.000, 3.000), after 5.000 (...); one-sided Welch t p = 0.011 ...``."""
     seeds = lambda values: ", ".join(_num(figure(v)) for v in values)  # noqa: E731
     k = len(change["before_seeds"])
-    head = (f"{change['nodeid']} {change['metric']}{label}: mean over {k} seeds before {_num(figure(change['before']))} "
-            f"({seeds(change['before_seeds'])}), after {_num(figure(change['after']))} ({seeds(change['after_seeds'])})")
+    before, after = _num(figure(change["before"])), _num(figure(change["after"]))
+    head = (f"{change['nodeid']} {change['metric']}{label}: mean over {k} seeds before {before} "
+            f"({seeds(change['before_seeds'])}), after {after} ({seeds(change['after_seeds'])})")
     if change.get("p_value") is None:
         return f"{head}; {change.get('rule', 'tolerance')}, tolerance {_num(figure(change['tolerance']))}; {rule}"
     return f"{head}; {change['rule']}: p = {change['p_value']:.3g}; {rule}"
