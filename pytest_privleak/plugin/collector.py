@@ -325,6 +325,7 @@ class ResultCollector(Recorder):
     def _undeclared(self, report: dict[str, Any]) -> pytest.ExitCode | None:
         """Swallowed leaks and results nobody owns fail the run, one line each naming the test and the result."""
         from ..report.model import swallowed_leaks
+        from ..report.printable import printable
 
         lines = []
         for test, result in swallowed_leaks(report):
@@ -341,7 +342,7 @@ class ResultCollector(Recorder):
                          f"= {_fmt(figure(result['value']))}; it cannot be attributed, shown or gated; record it "
                          "inside a test or a fixture (not at import or collection time, nor from a thread that "
                          "outlives its test)")
-        self.errors += lines
+        self.errors += [printable(line) for line in lines]   # labels and test ids come from data: no raw NUL or ESC
         return pytest.ExitCode.TESTS_FAILED if lines else None
 
     @staticmethod
@@ -409,7 +410,11 @@ class ResultCollector(Recorder):
         if self.report is None:
             lines = errors
         else:
-            lines = report_lines(self.report, self.collected, self.written, errors)
+            # fit a person's terminal (its width, $COLUMNS where set); a log (CI, a pipe, an xdist worker, which
+            # sets COLUMNS=80 whatever the screen) keeps whole cells to grep
+            writer = getattr(terminalreporter, "_tw", None)
+            columns = getattr(writer, "fullwidth", None) if getattr(terminalreporter, "isatty", False) else None
+            lines = report_lines(self.report, self.collected, self.written, errors, columns)
         if self.settings.baseline is not None:
             lines += [plain(note) for note in self.settings.ignored]   # said, not failed
         if not lines:

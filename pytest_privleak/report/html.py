@@ -14,7 +14,8 @@ from html import escape
 from typing import Any
 
 from ..results import _fmt
-from .model import EXPECTED_LEAK, figure, is_expected_leak, shown_verdict, worker_name
+from .model import (EXPECTED_INCONCLUSIVE, INCONCLUSIVE, failures_first, figure, is_expected_leak,
+                    shown_verdict, worker_name)
 from .svg import Bar, bar_chart
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -85,14 +86,16 @@ def _delta(key: str, changes: dict, new: set) -> str:
 def _rows(report: dict[str, Any]) -> list[tuple[dict, dict | None]]:
     rows = [(t, r) for t in report["tests"] for r in t["results"]]
     rows += [(t, None) for t in report["tests"] if not t["results"]]
-    order = {"FAIL": 0, "error": 1, "crashed": 1, EXPECTED_LEAK: 2, "measured": 2, "pass": 3}
-    return sorted(rows, key=lambda tr: order.get(shown_verdict(tr[0]["outcome"], tr[1]) if tr[1]
-                                                 else tr[0]["outcome"], 2))
+    return sorted(rows, key=lambda tr: failures_first(shown_verdict(tr[0]["outcome"], tr[1]) if tr[1]
+                                                      else tr[0]["outcome"]))
 
 
 def _css(outcome: str, r: dict) -> str:
     """Badge / row class of a result: ``xfail`` for an expected leak, else its verdict."""
-    return "xfail" if is_expected_leak(outcome, r) else _e(r["verdict"])
+    if is_expected_leak(outcome, r):
+        return "xfail"
+    shown = shown_verdict(outcome, r)
+    return "xfail" if shown == EXPECTED_INCONCLUSIVE else "FAIL" if shown == INCONCLUSIVE else _e(r["verdict"])
 
 
 def _summary_table(report: dict[str, Any]) -> str:
@@ -205,9 +208,12 @@ def _banner(report: dict[str, Any]) -> str:
         parts.append(f'<div class="banner ok">No result exceeds its limit ({s["passed"]} passed, '
                      f'{s["measured"]} measured only, {s["tests"]} test(s)).</div>')
     if s.get("expected_leaks"):
-        parts.append(f'<div class="banner warn">{s["expected_leaks"]} expected leak(s) (xfail) in '
-                     f'{len(s.get("expected_leaking", []))} test(s) marked xfail: shown in the table, '
-                     "not counted above.</div>")
+        parts.append(f'<div class="banner warn">{s["expected_leaks"]} expected leak(s) in '
+                     f'{len(s.get("expected_leaking", []))} test(s) that declare them (xfail or expect_leak): shown '
+                     "in the table, not counted above.</div>")
+    if s.get("inconclusive"):
+        parts.append(f'<div class="banner leak">{s["inconclusive"]} result(s) INCONCLUSIVE: cut short by their '
+                     "budget before covering what the default covers; not a pass.</div>")
     if base is not None:
         if base.get("passed"):
             parts.append(f'<div class="banner ok">Baseline gate passed against {_e(base["path"])} '

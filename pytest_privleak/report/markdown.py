@@ -19,7 +19,7 @@ from typing import Any
 
 from .gate import gate_lines
 from .html import _interval, _limit, _num
-from .model import EXPECTED_LEAK, shown_verdict
+from .model import EXPECTED_INCONCLUSIVE, EXPECTED_LEAK, failures_first, shown_verdict
 
 ICONS = {"FAIL": "\u274c FAIL", "pass": "\u2705 pass", "measured": "\u2139\ufe0f measured"}
 _BACKTICKS = re.compile(r"`+")
@@ -57,19 +57,24 @@ def render_markdown(report: dict[str, Any], report_path: str | None = None) -> s
     verdict = (f"**{s['failed']} of {s['results']} result(s) leak beyond their limit**" if s["failed"]
                else f"no result exceeds its limit ({s['results']} result(s))")
     if s.get("expected_leaks"):
-        verdict += f"; {s['expected_leaks']} expected leak(s) (xfail)"
+        verdict += f"; {s['expected_leaks']} expected leak(s) (xfail or expect_leak)"
+    if s.get("inconclusive"):
+        verdict += f"; **{s['inconclusive']} inconclusive** (cut short by their budget: not a pass)"
     lines = [f"## pytest-privleak: {verdict}", ""]
     lines += ["| verdict | test | metric | canary / target | value | interval | limit | chance |",
               "|---|---|---|---|---:|---:|---:|---:|"]
+    rows = []
     for test in report["tests"]:
         for r in test["results"]:
             shown = shown_verdict(test["outcome"], r)
-            icon = ICONS.get(shown) or (shown if shown == EXPECTED_LEAK else _cell(shown))
-            lines.append("| " + " | ".join((
+            icon = ICONS.get(shown) or (shown if shown in (EXPECTED_LEAK, EXPECTED_INCONCLUSIVE) else _cell(shown))
+            rows.append((failures_first(shown), "| " + " | ".join((
                 icon, _cell(test["nodeid"]), _cell(r["name"]), _cell(r.get("label")),
-                _num(r["value"]), _interval(r), _limit(r), _num(r.get("chance")))) + " |")
+                _num(r["value"]), _interval(r), _limit(r), _num(r.get("chance")))) + " |"))
         if not test["results"]:
-            lines.append(f"| {_cell(test['outcome'])} | {_cell(test['nodeid'])} | | no result recorded | | | | |")
+            rows.append((failures_first(test["outcome"]),
+                         f"| {_cell(test['outcome'])} | {_cell(test['nodeid'])} | | no result recorded | | | | |"))
+    lines += [row for _, row in sorted(rows, key=lambda row: row[0])]   # failures first (stable within a rank)
     for w in report["run"]["workers"]:
         if w["status"] == "crashed":
             lines += ["", f"> **worker {code(w['id'])}{_on_host(w)} crashed**"

@@ -157,9 +157,35 @@ def swallowed_leaks(report: dict[str, Any]) -> list[tuple[dict[str, Any], dict[s
             and not (t["outcome"] == "xfailed" or r.get("expected"))]
 
 
+#: How a measurement cut short by its budget (without ``allow_inconclusive=True``) is shown: never "pass".
+INCONCLUSIVE = "INCONCLUSIVE"
+#: ... and the same when its test declared it (``expect_leak`` or xfail).
+EXPECTED_INCONCLUSIVE = "expected inconclusive"
+
+
 def shown_verdict(outcome: str, result: dict[str, Any]) -> str:
-    """The verdict to print for one result of a test with ``outcome``."""
-    return EXPECTED_LEAK if is_expected_leak(outcome, result) else result.get("verdict", "")
+    """The verdict to print for one result of a test with ``outcome``.
+
+    A result within its limit that was cut short by its budget shows as inconclusive, not "pass"
+    (issue 23 item 4); the JSON keeps the numeric verdict and the ``target["inconclusive"]`` fact.
+    """
+    if is_expected_leak(outcome, result):
+        return EXPECTED_LEAK
+    if result.get("verdict") == "pass" and is_unaccepted_inconclusive(result):
+        declared = outcome == "xfailed" or bool(result.get("expected"))
+        return EXPECTED_INCONCLUSIVE if declared else INCONCLUSIVE
+    return result.get("verdict", "")
+
+
+#: Where each shown verdict goes when a table lists failures first (issue 24 item 4): leaks, then what did
+#: not pass for want of budget, then expected leaks and bare measurements, then passes.
+SHOWN_ORDER = {"FAIL": 0, "error": 1, "crashed": 1, INCONCLUSIVE: 2, EXPECTED_LEAK: 3, EXPECTED_INCONCLUSIVE: 3,
+               "measured": 4, "pass": 5}
+
+
+def failures_first(shown: str) -> int:
+    """Sort key of a shown verdict (unknown ones sit with the measurements)."""
+    return SHOWN_ORDER.get(shown, 4)
 
 
 def make_test_entry(nodeid: str, outcome: str, duration: float, worker: str | None, device: str | None,
@@ -189,7 +215,8 @@ def build_report(tests: list[dict[str, Any]], workers: list[dict[str, Any]], *, 
     expected = [(t, r) for t, r in pairs if is_expected_leak(t["outcome"], r)]
     failing = [(t, r) for t, r in pairs if r.get("verdict") == "FAIL" and not is_expected_leak(t["outcome"], r)]
     summary = {"tests": len(tests), "results": len(pairs),
-               "passed": sum(r.get("verdict") == "pass" for _, r in pairs),
+               "passed": sum(r.get("verdict") == "pass" and not is_unaccepted_inconclusive(r) for _, r in pairs),
+               "inconclusive": sum(r.get("verdict") == "pass" and is_unaccepted_inconclusive(r) for _, r in pairs),
                "failed": len(failing),
                "measured": sum(r.get("verdict") == "measured" for _, r in pairs),
                "leaking": sorted({t["nodeid"] for t, _ in failing}),
