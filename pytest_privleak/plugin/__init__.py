@@ -18,10 +18,10 @@ _PREVIOUS_RECORDER_KEY = pytest.StashKey[object]()
 DEVICE_KEY = pytest.StashKey[str]()
 #: Areas with hooks of their own, each a small plugin module registered with this one.
 pytest_plugins = ["pytest_privleak.plugin.shard", "pytest_privleak.plugin.hosts", "pytest_privleak.plugin.progress",
-                  "pytest_privleak.plugin.speed"]
+                  "pytest_privleak.plugin.speed", "pytest_privleak.plugin.seeds"]
 #: Fixtures that make a test a privacy test (reported even when it records nothing, e.g. errors).
-PRIVLEAK_FIXTURES = frozenset({"privleak_device", "privleak_seed", "privleak_cache", "nlu_dataset", "ner_dataset",
-                               "canary", "inject_canaries", "train_target", "train_own_model",
+PRIVLEAK_FIXTURES = frozenset({"privleak_device", "privleak_seed", "privleak_seeds", "privleak_cache", "nlu_dataset",
+                               "ner_dataset", "canary", "inject_canaries", "train_target", "train_own_model",
                                "privleak_minilm"})
 
 
@@ -230,23 +230,31 @@ def inject_canaries(privleak_seed: int):
 
 
 @pytest.fixture(scope="session")
-def train_target(privleak_device: str, privleak_cache, privleak_seed: int):
+def train_target(privleak_device: str, privleak_cache, privleak_seed: int, privleak_seeds: int):
     """Factory: ``train_target(kind, dataset, **config)`` trains once per content hash, else loads.
 
     Kinds: ``"joint-bilstm-crf"`` (canary-extraction-nlu §4.1) and the others in
     ``pytest_privleak.targets.KINDS``. Training runs on this worker's device.
+    ``seeds=k`` (default ``--privleak-seeds``, 1) trains k models with seeds
+    seed..seed+k-1 and returns them as a ``SeedModels`` that every assertion
+    judges over the seeds; with the default 1 it returns the one model.
     """
     from ..targets import train_target as _train
+    from ..targets.seeds import train_target_seeds
+    from .seeds import resolve_seeds
 
-    def train(kind: str, dataset, seed: int | None = None, **config):
-        return _train(kind, dataset, device=privleak_device, cache=privleak_cache,
-                      seed=privleak_seed if seed is None else seed, **config)
+    def train(kind: str, dataset, seed: int | None = None, seeds: int | None = None, **config):
+        first, k = privleak_seed if seed is None else seed, resolve_seeds(seeds, privleak_seeds)
+        if k is None:
+            return _train(kind, dataset, device=privleak_device, cache=privleak_cache, seed=first, **config)
+        return train_target_seeds(kind, dataset, seeds=k, seed=first, device=privleak_device,
+                                  cache=privleak_cache, **config)
 
     return train
 
 
 @pytest.fixture(scope="session")
-def train_own_model(privleak_device: str, privleak_cache, privleak_seed: int):
+def train_own_model(privleak_device: str, privleak_cache, privleak_seed: int, privleak_seeds: int):
     """Factory for your own torch model: ``train_own_model(train, dataset, build=..., wrap=..., **config)``.
 
     Calls ``train(dataset, seed=..., **config)`` once per content hash (the
@@ -256,10 +264,17 @@ def train_own_model(privleak_device: str, privleak_cache, privleak_seed: int):
     then cached too. See :mod:`pytest_privleak.targets.own_model`.
     """
     from ..targets.own_model import train_own_model as _train
+    from ..targets.seeds import train_own_model_seeds
+    from .seeds import resolve_seeds
 
-    def train(train_fn, dataset, *, build, wrap=None, seed: int | None = None, **options):
-        return _train(train_fn, dataset, build=build, wrap=wrap, cache=privleak_cache, device=privleak_device,
-                      seed=privleak_seed if seed is None else seed, **options)
+    def train(train_fn, dataset, *, build, wrap=None, seed: int | None = None, seeds: int | None = None,
+              **options):
+        first, k = privleak_seed if seed is None else seed, resolve_seeds(seeds, privleak_seeds)
+        if k is None:
+            return _train(train_fn, dataset, build=build, wrap=wrap, cache=privleak_cache, device=privleak_device,
+                          seed=first, **options)
+        return train_own_model_seeds(train_fn, dataset, seeds=k, seed=first, build=build, wrap=wrap,
+                                     cache=privleak_cache, device=privleak_device, **options)
 
     return train
 
