@@ -124,7 +124,7 @@ def assert_embedding_inversion_at_most(encoder: Any, pattern: Any = "citizen-id"
     ``n_train`` generated texts encoded once, ``steps`` iterations of batch
     128 (§V-D trains 100,000 iterations of fresh samples); the defaults (80,000
     and 16,000) are the smallest measured to reach the paper's Table II range on
-    all-MiniLM-L6-v2 (year top-1 0.50; 20,000 IDs stop at 0.34), and more of
+    all-MiniLM-L6-v2 (year top-1 0.468; 20,000 IDs stop at 0.34), and more of
     either only makes the attack stronger. Returns the recorded
     results (all are recorded; the worst failing one is raised).
     """
