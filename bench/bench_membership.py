@@ -61,9 +61,13 @@ def _row(name: str, k: str, m, attack_s: float, train_s: float) -> str:
 
 def bench_target(label: str, args, cache: TargetCache) -> list[str]:
     kind, config = TARGETS[label]
-    corpus = generate_snips_like(n_train=int(1.15 * (args.n_train + args.n_test + args.n_population)), n_valid=200,
-                                 n_test=200, seed=3, unseen_share=0.5)
-    pool = list(dict.fromkeys(corpus.train))
+    need, size = args.n_train + args.n_test + args.n_population, 2 * (args.n_train + args.n_test + args.n_population)
+    while True:                                 # the generator repeats utterances: draw until enough distinct ones
+        corpus = generate_snips_like(n_train=size, n_valid=200, n_test=200, seed=3, unseen_share=0.5)
+        pool = list(dict.fromkeys(corpus.train))
+        if len(pool) >= need:
+            break
+        size *= 2
     random.Random(args.seed).shuffle(pool)
     members = pool[:args.n_train]
     non_members = pool[args.n_train:args.n_train + args.n_test]

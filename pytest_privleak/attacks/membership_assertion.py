@@ -100,7 +100,8 @@ def _tpr_result(auc: LeakResult, m: MembershipMeasurement, fpr: float) -> LeakRe
     if m.method in ("loss", "reference"):
         rule = f"member when {'loss - reference loss' if m.calibrated else 'loss'} < {-p.threshold:.6g}"
     else:
-        rule = f"member when the {_NAMES[m.method]} statistic ranks above the {p.threshold:.6g} of the non-members"
+        rule = (f"member when the {_NAMES[m.method]} statistic (higher = member) is above {p.threshold:.6g}, "
+                f"the value that calls {p.achieved_fpr:.2%} of the non-members members")
     return LeakResult(attack="membership", metric=f"tpr_at_fpr_{fpr:g}", value=p.tpr, threshold=None,
                       direction="at_most", interval=p.interval, confidence=m.confidence, chance=fpr, ceiling=1.0,
                       label=auc.label, evidence={**auc.evidence, "rule": rule},
