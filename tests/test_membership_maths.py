@@ -19,7 +19,7 @@ def test_logit_confidence_by_hand():
     # near 0 loss keeps resolution: phi ~ -log(loss) for tiny loss
     assert logit_confidence(np.array([1e-12]))[0] == pytest.approx(-math.log(1e-12), rel=1e-9)
     assert np.isfinite(logit_confidence(np.array([0.0]))).all()
-    with pytest.raises(ValueError, match="statistic='loss'"):
+    with pytest.raises(ValueError, match="lira_statistic='loss'"):
         logit_confidence(np.array([-0.5]))
 
 

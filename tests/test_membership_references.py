@@ -7,7 +7,7 @@ import pytest
 from pytest_privleak.attacks.membership import membership_inference
 from pytest_privleak.attacks.membership_assertion import assert_membership_tpr_at_most, measure_membership
 from pytest_privleak.attacks.membership_records import as_utterances, redacted
-from pytest_privleak.attacks.membership_references import TargetRecipe, half_masks, train_references
+from pytest_privleak.attacks.membership_references import ReferenceSet, TargetRecipe, half_masks, train_references
 from pytest_privleak.data.types import Utterance
 from pytest_privleak import expect_leak
 
@@ -138,3 +138,36 @@ def test_own_model_references_come_from_its_training_function(tmp_path):
     assert result.evidence["attack"] == "RMIA (Zarifzadeh et al. 2024)"
     assert result.label.startswith("Scorer RMIA:")
     assert result.value > 0.6 and result.interval[0] > 0.5
+
+
+class Table:
+    """A SequenceScorer reading each utterance's loss from a dict."""
+
+    def __init__(self, losses: dict):
+        self.losses = losses
+
+    def score(self, utterances):
+        return np.array([self.losses[u] for u in utterances])
+
+
+def test_online_references_use_each_records_in_and_out_fits():
+    # 40 candidates (20 members) + 40 population records; a record's loss is its difficulty, minus 2 in a model
+    # trained on it. 4 online references on complementary halves of candidates + population.
+    rng = np.random.default_rng(3)
+    records = [Utterance((f"w{i}",), ("O",), "x") for i in range(80)]
+    candidates, population = records[:40], records[40:]
+    difficulty = dict(zip(records, rng.uniform(3.0, 20.0, 80)))
+    masks = half_masks(80, 4, rng, complementary=True)
+    refs = [Table({u: difficulty[u] - 2.0 * masks[j, i] + rng.normal(0, 0.1) for i, u in enumerate(records)})
+            for j in range(4)]
+    member = {u: i < 20 for i, u in enumerate(candidates)}
+    target = Table({u: difficulty[u] - 2.0 * member.get(u, False) + rng.normal(0, 0.1) for u in records})
+    reference_set = ReferenceSet(tuple(refs), tuple(records), masks, tuple(population), True, 0)
+    for method in ("lira", "rmia"):
+        m = membership_inference(target, candidates[:20], candidates[20:], method=method, references=reference_set)
+        assert m.auc == 1.0, method
+        assert "online" in m.detail["LiRA" if method == "lira" else "RMIA"]
+    assert "offline a" not in membership_inference(target, candidates[:20], candidates[20:], method="rmia",
+                                                   references=reference_set).detail["RMIA"]
+    loss = membership_inference(target, candidates[:20], candidates[20:], method="loss")
+    assert loss.auc < 0.8                                  # difficulty hides membership from the bare loss

@@ -44,8 +44,8 @@ def logit_confidence(losses: np.ndarray) -> np.ndarray:
     loss = np.asarray(losses, dtype=np.float64)
     if np.any(loss < 0):
         raise ValueError("logit scaling needs losses >= 0 (the negative log-probability of the true label), "
-                         f"got a minimum of {loss.min():.6g}; fix: use statistic='loss' for a score that is not a "
-                         "negative log-probability")
+                         f"got a minimum of {loss.min():.6g}; fix: pass lira_statistic='loss' for a score that is "
+                         "not a negative log-probability")
     loss = np.maximum(loss, np.finfo(np.float64).tiny)
     return -loss - np.log(-np.expm1(-loss))
 
