@@ -111,3 +111,27 @@ def test_the_top_level_holds_wings_and_at_most_eight_loose_modules():
 def test_every_wing_says_its_role(wing):
     doc = ast.get_docstring(ast.parse((PACKAGE / wing / "__init__.py").read_text(encoding="utf-8")))
     assert doc, f"pytest_privleak/{wing}/__init__.py has no docstring saying what the wing is for"
+
+
+def test_every_plugin_option_with_a_value_names_it_in_help():
+    """``--help`` shows ``--privleak-seed=N``, not ``--privleak-seed=PRIVLEAK_SEED`` (issue 17 item 4)."""
+    missing = []
+    for path in (PACKAGE / "plugin").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "addoption":
+                keywords = {k.arg: k.value for k in node.keywords}
+                action = keywords.get("action")
+                flag = isinstance(action, ast.Constant) and action.value in ("store_true", "store_false", "count")
+                if not flag and "metavar" not in keywords:
+                    missing.append(f"{path.name}:{node.lineno} {ast.literal_eval(node.args[0])}")
+    assert missing == []
+
+
+def test_every_hook_says_when_pytest_calls_it():
+    """Each ``pytest_*`` hook implementation of the plugin wing has a docstring (issue 17 item 4)."""
+    missing = [f"{path.name}:{node.lineno} {node.name}"
+               for path in (PACKAGE / "plugin").glob("*.py")
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+               if isinstance(node, ast.FunctionDef) and node.name.startswith("pytest_")
+               and not ast.get_docstring(node)]
+    assert missing == []

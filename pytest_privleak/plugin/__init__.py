@@ -26,20 +26,22 @@ PRIVLEAK_FIXTURES = frozenset({"privleak_device", "privleak_seed", "privleak_see
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """pytest, at start-up: add the plugin's own hooks (``pytest_privleak_result``, ``pytest_privleak_report``)."""
     from . import hookspecs
 
     pluginmanager.add_hookspecs(hookspecs)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """pytest, at start-up: register the plugin's options and ini keys."""
     group = parser.getgroup("privleak", "privacy leakage assertions (pytest-privleak)")
-    group.addoption("--privleak-device", dest="privleak_device", default=None,
+    group.addoption("--privleak-device", dest="privleak_device", default=None, metavar="DEVICE",
                     help="device for targets and attacks: auto (default), cpu, cuda or cuda:N")
-    group.addoption("--privleak-devices", dest="privleak_devices", default=None,
+    group.addoption("--privleak-devices", dest="privleak_devices", default=None, metavar="DEVICES",
                     help="comma-separated devices assigned to xdist workers in turn, e.g. cuda:0,cuda:1")
-    group.addoption("--privleak-seed", dest="privleak_seed", default=None,
+    group.addoption("--privleak-seed", dest="privleak_seed", default=None, metavar="N",
                     help="base seed for canaries, training and attacks (default 0)")
-    group.addoption("--privleak-cache-dir", dest="privleak_cache_dir", default=None,
+    group.addoption("--privleak-cache-dir", dest="privleak_cache_dir", default=None, metavar="DIR|URL",
                     help="where trained targets are cached: a folder (default .privleak-cache under the "
                          "rootdir) or a URL shared by several hosts (file://, sftp://host/path, s3://bucket/prefix, "
                          "any fsspec protocol; needs pytest-privleak[remote-cache])")
@@ -102,6 +104,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """pytest, at configure: read and check the settings (a bad value is a usage error), attribute results to tests and
+    fixtures, and install the worker's recorder or the controller's collector."""
     config.addinivalue_line("markers", "privleak: a privacy-leakage test (pytest-privleak)")
     attribution = _install_attribution(config)
     try:
@@ -350,6 +354,8 @@ def _encoded(results, declared: bool) -> list[dict]:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """pytest, after each phase of a test: take the results recorded for it, put their headline figures in the report's
+    ``user_properties``, and send them with the report."""
     report = yield
     attribution = item.config.stash.get(ATTRIBUTION_KEY, None)
     taken = attribution.drain() if attribution is not None else {}

@@ -128,6 +128,8 @@ class Recorder:
             self._on_new_results(record, known)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """pytest, per test report (on the controller: also the workers'): file the results and the outcome under the
+        test."""
         meta = getattr(report, "privleak", None)
         if meta is None:
             return
@@ -186,6 +188,7 @@ class WorkerRecorder(Recorder):
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self) -> None:
         # Runs inside xdist's own sessionfinish wrapper, before it sends "workerfinished".
+        """xdist, on a worker at session end (first): send this worker's tests and results to the controller."""
         workerinput = self.config.workerinput
         payload = {"worker": workerinput.get("workerid"), "device": self.device_of(),
                    "gpu": os.environ.get("PRIVLEAK_PINNED_GPU"), "host": workerinput.get(HOST_KEY),
@@ -227,6 +230,7 @@ class ResultCollector(Recorder):
                                                     result=LeakResult.from_json(data))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """pytest, per report on the controller: a crashed worker's stand-in report marks its test crashed."""
         if report.when == "???":  # xdist's stand-in report for the test a crashed worker was running
             worker = _worker_of(report) or "?"
             self.crashed_tests[worker] = report.nodeid
@@ -404,6 +408,7 @@ class ResultCollector(Recorder):
         return True
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
+        """pytest, in the terminal summary: the results table, crashed workers, the gate and where the report went."""
         from ..report.terminal import report_lines
 
         errors = [alarm(error) for error in self.errors]   # each one fails the run

@@ -35,6 +35,7 @@ def parse_seed_count(value: object, *, option: str) -> int:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """pytest, at start-up: register ``--privleak-seeds`` and its ini default."""
     group = parser.getgroup("privleak", "privacy leakage assertions (pytest-privleak)")
     group.addoption("--privleak-seeds", dest="privleak_seeds", default=None, metavar="N",
                     help="train every target with N training seeds (seed, seed+1, ...) and judge each figure over "
@@ -52,6 +53,7 @@ def read_seed_count(config: pytest.Config) -> int:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """pytest, at configure: read the seed count (a bad value is a usage error)."""
     try:
         config.stash[SEEDS_KEY] = read_seed_count(config)
     except ValueError as exc:

@@ -25,6 +25,7 @@ DURATIONS_KEY = pytest.StashKey[dict]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """pytest, at start-up: register the shard, durations and merge options."""
     group = parser.getgroup("privleak", "privacy leakage assertions (pytest-privleak)")
     group.addoption("--privleak-shard", dest="privleak_shard", default=None, metavar="I/N",
                     help="run only shard I of N (1 <= I <= N): tests sharing an xdist_group marker, else a "
@@ -72,6 +73,7 @@ def _under_xdist(config: pytest.Config) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    """pytest, at configure (first): read ``--privleak-shard`` and its durations file, unless merging reports."""
     if config.getoption("privleak_merge_reports"):
         return
     settings = _shard_settings(config)
@@ -81,6 +83,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(trylast=True)  # after -k/-m: the selected tests are split
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """pytest, after collection (last): keep only this shard's groups of tests and deselect the rest."""
     settings = config.stash.get(SHARD_KEY, None)
     if settings is None:
         return
@@ -130,6 +133,7 @@ def pytest_sessionfinish(session: pytest.Session):
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
+    """pytest, in the header: say which shard runs and how the shards were weighed."""
     settings = config.stash.get(SHARD_KEY, None)
     if settings is None:
         return None
@@ -139,6 +143,7 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
+    """pytest, at the end: say how many groups and tests this shard ran, or that it got none."""
     config = terminalreporter.config
     settings = config.stash.get(SHARD_KEY, None)
     if settings is None:
@@ -169,6 +174,7 @@ def pytest_privleak_report(config: pytest.Config, report: dict) -> None:
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """pytest, instead of a run: with ``--privleak-merge-reports``, merge the shard reports and gate them."""
     folders = config.getoption("privleak_merge_reports")
     if not folders:
         return None

@@ -31,6 +31,7 @@ SHARED_MODEL_FIXTURES = frozenset({"privleak_minilm"})
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """pytest, at start-up: register the result-cache, lock-timeout and grouping options."""
     group = parser.getgroup("privleak")
     group.addoption("--privleak-rerun", dest="privleak_rerun", action="store_true", default=False,
                     help="rerun every attack instead of loading its result from the result cache "
@@ -44,7 +45,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("privleak_lock_timeout", default=None,
                   help="seconds to wait for another process's cache-entry lock ('none': no limit; default 1800); "
                        "--privleak-lock-timeout overrides it")
-    group.addoption("--privleak-group", dest="privleak_group", choices=("auto", "off"), default="auto",
+    group.addoption("--privleak-group", dest="privleak_group", choices=("auto", "off"), metavar="auto|off",
+                    default="auto",
                     help="under xdist, run the tests that share a model's fixtures on one worker "
                          "(--dist loadgroup with automatic xdist_group markers; default auto), or off")
 
@@ -73,6 +75,8 @@ def result_cache_root(cache_dir):
 
 @pytest.hookimpl(trylast=True)  # after plugin.py stashed the settings
 def pytest_configure(config: pytest.Config) -> None:
+    """pytest, at configure (last): open the result cache on a process that attacks, set the lock timeout, and prepare
+    scheduling by group under xdist."""
     from ..cache import results as result_cache
     from . import SETTINGS_KEY
 
@@ -134,6 +138,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error) -> None:
+    """xdist, on the controller: add a finished worker's result-cache counts to the run's."""
     counts = (getattr(node, "workeroutput", None) or {}).get(_COUNTS)
     if counts:
         total = node.config.stash.setdefault(_TOTALS_KEY, {"loaded": 0, "stored": 0})
@@ -166,6 +171,7 @@ def _say_untrusted(terminalreporter, config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    """pytest, at exit: restore the lock timeout and the result cache, and remove the groups folder."""
     if _LOCK_PREVIOUS_KEY in config.stash:
         from ..cache import lock
 
