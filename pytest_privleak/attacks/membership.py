@@ -37,6 +37,7 @@ Figures, each with its chance baseline:
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from .membership_figures import RocPoint, auc_from_statistics, auc_interval, delong_variance, tpr_at_fpr
-from .membership_methods import resolve_references, statistics
+from .membership_methods import DistributionShiftWarning, resolve_references, statistics
 from .membership_records import as_utterances, redacted
 from .membership_rmia import DEFAULT_GAMMA
 
@@ -142,6 +143,8 @@ def membership_inference(scorer: Any, members: Sequence[Any], non_members: Seque
     refs = resolve_references(references, k, online, seed, members, non_members, population)
     stats = statistics(method, scorer, members, non_members, reference=reference, references=refs, gamma=gamma,
                        offline_a=offline_a, variance=variance, lira_statistic=lira_statistic, confidence=confidence)
+    if stats.shift:
+        warnings.warn(stats.shift, DistributionShiftWarning, stacklevel=3)
     stat_m, stat_n = stats.members, stats.non_members
     auc = auc_from_statistics(stat_m, stat_n)
     interval, interval_method = auc_interval(stat_m, stat_n, confidence)

@@ -30,6 +30,10 @@ from .membership_rmia import DEFAULT_GAMMA, DEFAULT_OFFLINE_A, log_ratio, rmia_s
 METHODS = ("auto", "loss", "reference", "lira", "rmia")
 
 
+class DistributionShiftWarning(UserWarning):
+    """Members and non-members look drawn from different distributions: part of the figure may be that shift."""
+
+
 @dataclass(frozen=True)
 class Statistics:
     """Per-candidate statistics of one method and why it ran."""
