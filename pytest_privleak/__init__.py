@@ -37,6 +37,8 @@ _PUBLIC = {
     "custom_pattern": ".canaries",
     "string_pattern": ".canaries",
     "inject_canaries": ".canaries",
+    "mask_canary": ".attacks.mix_and_match_canaries",
+    "mix_and_match_model": ".attacks.mix_and_match",
 }
 
 __all__ = sorted(_PUBLIC)

@@ -20,7 +20,7 @@ from pytest_privleak.attacks.mix_and_match_assertion import (assert_mix_and_matc
 from pytest_privleak.attacks.mix_and_match_canaries import (contradicting_canaries, inject_mask_canaries,
                                                             mask_canary, organic_canary, random_canary)
 from pytest_privleak.data.synthetic import generate_snips_like
-from pytest_privleak.results import PrivacyLeakError
+from pytest_privleak import expect_leak
 
 THINGS = ("towels", "lamp", "piano", "wallet", "camera")
 INTENTS = ("AddToPlaylist", "BookRestaurant", "GetWeather", "PlayMusic", "RateBook")
@@ -60,7 +60,7 @@ def test_frankenstein_joins_fine_tuned_encoder_and_base_head(model):
 
 
 def test_repeated_canary_ranks_first_and_fails(model):
-    with pytest.raises(PrivacyLeakError) as info:
+    with expect_leak() as info:
         assert_mix_and_match_rank_at_least(model, TOWELS, min_rank=10, name="towels")
     result = info.value.result
     print("\n" + result.explain())
@@ -161,7 +161,7 @@ def test_exposure_from_the_rank_by_hand(method, rank, rank_range, scored, bits, 
 def test_exposure_gate_fails_on_the_repeated_canary(model):
     from pytest_privleak.attacks.exposure_assertion import assert_exposure_below
 
-    with pytest.raises(PrivacyLeakError) as info:
+    with expect_leak() as info:
         assert_exposure_below(model, TOWELS, max_bits=4.0, name="towels exposure")
     result = info.value.result
     print("\n" + result.explain())

@@ -21,7 +21,7 @@ from pytest_privleak.attacks.mix_and_match_assertion import assert_mix_and_match
 from pytest_privleak.attacks.mix_and_match_canaries import (contradicting_canaries,  # noqa: E402
                                                             inject_mask_canaries, mask_canary)
 from pytest_privleak.data.synthetic import generate_snips_like  # noqa: E402
-from pytest_privleak.results import PrivacyLeakError  # noqa: E402
+from pytest_privleak import expect_leak
 
 THINGS = ("towels", "lamp", "piano", "wallet", "camera")
 INTENTS = ("AddToPlaylist", "BookRestaurant", "GetWeather", "PlayMusic", "RateBook")
@@ -44,7 +44,7 @@ def model(privleak_cache):
 
 
 def test_minilm_injected_canary_fails_and_mix_and_match_needs_fewer_candidates(model):
-    with pytest.raises(PrivacyLeakError) as info:   # default: exhaustive search, the vocabulary fits the budget
+    with expect_leak() as info:   # default: exhaustive search, the vocabulary fits the budget
         assert_mix_and_match_rank_at_least(model, CANARIES[0], min_rank=10, name="minilm towels")
     exhaustive = info.value.result
     print("\n" + exhaustive.explain())
