@@ -11,9 +11,9 @@ target is the paper's model (issue 21).
 Default (``unk_alpha=0``): no word dropout. After training (and before each
 validation pass, so that the validation loss early stopping watches, §6, is
 that of the model returned), :func:`set_unk_row_from_rare_words` sets the
-``<unk>`` row to the mean of the rows of the rarest training words (those seen at most as often as the
-:data:`RARE_SHARE` quantile of word-type counts: the hapaxes on a real
-corpus). An unseen word is most like a rare one (Good-Turing: the chance of
+``<unk>`` row to the mean of the rows of the rarest training words (those
+seen at most as often as the :data:`RARE_SHARE` quantile of word-type
+counts: the hapaxes on a real corpus). An unseen word is most like a rare one (Good-Turing: the chance of
 a new word is estimated from the words seen once), which is also why
 singleton replacement (Lample et al. 2016) trains ``<unk>`` on them; here it
 is done after training, so no gradient step sees anything but the real data.
@@ -23,8 +23,10 @@ paper's D / ES / CE (§6): during training an occurrence of a token seen
 ``#(w)`` times reads ``<unk>`` with probability ``alpha / (alpha + #(w))``
 (Kiperwasser & Goldberg 2016, §6, ``alpha = 0.25``: a token seen once 0.2,
 ten times 0.024), a fresh draw every batch, and the ``<unk>`` row is trained
-by it. It is a regulariser: on a generated corpus with a real-sized
-vocabulary it lowered the rank of an injected pin (README, defence table).
+by it. It is a regulariser and hides memorisation: on a generated corpus
+with a real-sized vocabulary (8000 utterances) three pins said 10 times,
+each in its own model, ranked 4, 1563 and 13 of 10^4 with it and first
+without it (``tests/test_word_dropout_hides_memorisation.py``).
 With character embeddings the replaced word keeps its own character
 features; only its word vector drops.
 
