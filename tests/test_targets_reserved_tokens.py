@@ -110,7 +110,8 @@ def test_word_dropout_reads_unk_on_a_corpus_without_singletons():
     """The bundled realistic corpus has no token seen once, so Lample's singleton rule (the code before this
     change) never fed <unk> there; word dropout feeds it about sum_w alpha #(w) / (alpha + #(w)) times an epoch.
 
-    That a fed <unk> row is trained: test_targets_joint_nlu.py::test_the_unk_row_is_set_from_rare_words_or_trained_by_word_dropout.
+    That a fed <unk> row is trained: test_the_unk_row_is_set_from_rare_words_or_trained_by_word_dropout
+    (test_targets_joint_nlu.py).
     """
     from collections import Counter
 

@@ -40,7 +40,8 @@ ENTITY_LISTS = ("artist", "album", "track", "playlist", "object_name", "movie_na
 #: Digits in four intents, with tags of their own (party size, rating, times, track numbers).
 DIGIT_TEMPLATES = {
     "BookRestaurant": ["book a table for {party_size_number=digit} at {restaurant_name} at {digit} {digit} pm",
-                       "call {restaurant_name} on {digit} {digit} {digit} {digit} to book for {party_size_number=digit}"],
+                       "call {restaurant_name} on {digit} {digit} {digit} {digit} to book for "
+                       "{party_size_number=digit}"],
     "RateBook": ["rate {object_name} {rating_value=digit} out of {best_rating=digit}",
                  "give chapter {digit} {digit} of {object_name} {rating_value=digit} stars"],
     "PlayMusic": ["play track {digit} {digit} from {album}", "play the top {digit} {digit} songs of {year_digits}"],
