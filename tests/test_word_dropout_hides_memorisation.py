@@ -109,7 +109,7 @@ def test_the_large_vocabulary_corpus_has_a_real_sized_vocabulary_and_digits_in_s
     assert len(said) == 5 and min(counts[str(d)] for d in range(10)) == 325
 
 
-@pytest.mark.slow   # 6 trainings of 8000 utterances (unk_alpha=0 loads the default from the cache): 720 s, 2 shared cores
+@pytest.mark.slow   # 6 trainings of 8000 utterances (unk_alpha=0 is a cache hit): 720 s on 2 shared cores
 def test_default_target_extracts_a_pin_said_10_times_as_often_as_the_papers_model(tmp_path):
     torch.set_num_threads(1)
     base = generate_large_vocabulary_corpus(8000)
