@@ -15,7 +15,7 @@ from pytest_privleak.embeddings.inversion import invert_embeddings  # noqa: E402
 from pytest_privleak.embeddings.patterns import CitizenIdPattern  # noqa: E402
 from pytest_privleak.embeddings.utility import measure_utility  # noqa: E402
 
-ATTACK = dict(n_train=3000, n_victims=500, steps=400, sub_attacks=("month",))
+ATTACK = dict(n_train=3000, n_victims=2000, steps=400, sub_attacks=("month",))
 UTILITY = dict(n_train=400, n_test=300, steps=300)
 
 

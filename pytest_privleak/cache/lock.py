@@ -239,7 +239,9 @@ def hold_lock(lock_path: Path, *, timeout: float | None = DEFAULT_LOCK_TIMEOUT,
                       source=f"waiting for the lock held by {_holder_short(holder_path)}")
     while not acquired:
         waited = time.monotonic() - start
-        step = POLL_STEP if timeout is None else min(POLL_STEP, max(timeout - waited, 0.0))
+        # wake at least every POLL_STEP (to notice a stopped holder) and every message_every (to say so)
+        step = min(POLL_STEP, message_every)
+        step = step if timeout is None else min(step, max(timeout - waited, 0.0))
         try:
             lock.acquire(timeout=step, poll_interval=0.05)
             acquired = True
