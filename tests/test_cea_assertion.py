@@ -7,7 +7,8 @@ from helpers_models import QuadraticModel
 from pytest_privleak.attacks.cea_assertion import assert_cea_accuracy_at_most
 from pytest_privleak.canaries import DIGITS, canary
 from pytest_privleak import results as _results
-from pytest_privleak.results import PrivacyLeakError, set_sink
+from pytest_privleak.results import set_sink
+from pytest_privleak import expect_leak
 
 VOCAB = ("my", "pin", "code", "is") + DIGITS
 
@@ -50,7 +51,7 @@ def _leaky(secret="7 0 3 9"):
 def test_leaking_model_fails_with_a_full_message(sink):
     """The default attack (auto) scores all 10^4 pins: the message says so and gives the exact rank."""
     pin = canary("pin", secret="7 0 3 9")
-    with pytest.raises(PrivacyLeakError) as info:
+    with expect_leak() as info:
         assert_cea_accuracy_at_most(_leaky(), pin, 0.0)
     message = str(info.value)
     for part in ("cea.accuracy", "my pin code is 7 0 3 9", "1.000", "95% CI", "threshold  : at most 0.000",
@@ -70,7 +71,7 @@ def test_leaking_model_fails_with_a_full_message(sink):
 
 def test_paper_gradient_attack_by_name_says_which_attack_ran(sink):
     pin = canary("pin", secret="7 0 3 9")
-    with pytest.raises(PrivacyLeakError) as info:
+    with expect_leak() as info:
         assert_cea_accuracy_at_most(_leaky(), pin, 0.0, method="gradient", trials=3, starts=2, epochs=60)
     message = str(info.value)
     for part in ("gradient (canary-extraction-nlu §3.1, App. B): best-by-loss of 2 random starts",
@@ -99,7 +100,7 @@ def test_rank_evidence_of_a_named_method_gives_that_as_the_reason_not_the_budget
 
 def test_auto_over_the_budget_runs_gradient_then_ranked_scoring(sink):
     pin = canary("pin", secret="7 0 3 9")
-    with pytest.raises(PrivacyLeakError) as info:
+    with expect_leak() as info:
         assert_cea_accuracy_at_most(_leaky(), pin, 0.0, budget=1000, trials=2, starts=2, epochs=60, ranked=16)
     message = str(info.value)
     for part in ("auto (exhaustive when |V0|^n <= 1000", "then ranked scoring: each trial scores the 16 most "
@@ -127,7 +128,7 @@ def test_several_models_each_with_its_canary_as_in_the_paper(sink):
     """§4.3: each trial a different canary in its own model; one call, lists aligned."""
     pins = [canary("pin", secret=s) for s in ("7 0 3 9", "1 1 2 2", "5 6 0 0")]
     models = [_leaky("7 0 3 9"), _leaky("4 4 4 4"), _leaky("5 6 0 0")]
-    with pytest.raises(PrivacyLeakError) as info:
+    with expect_leak() as info:
         assert_cea_accuracy_at_most(models, pins, 0.5)
     result = info.value.result
     assert result.value == pytest.approx(2 / 3) and result.label == "3 canaries: 'my pin code is 7 0 3 9', ..."
@@ -147,7 +148,7 @@ def test_model_trained_on_another_secret_passes(sink):
 
 def test_hdt_floor_fails_when_tokens_leak_even_if_whole_secret_does_not(sink):
     pin = canary("pin", secret="7 0 3 9")
-    with pytest.raises(PrivacyLeakError) as info:
+    with expect_leak() as info:
         assert_cea_accuracy_at_most(_leaky("7 0 3 8"), pin, 0.0, max_hdt_floor=0.5)
     result = info.value.result
     assert (result.metric, result.direction, result.value) == ("hdt", "at_least", 0.25)
@@ -163,7 +164,7 @@ def test_one_target_per_canary_and_exhaustive_method(sink):
     assert result.evidence["trials"].startswith("2 trial(s) = 2 canary(ies), one exhaustive scoring each")
     assert result.evidence["reconstructed"] == ["7 0 3 9", "4 4 4 4"]
     assert result.extra["best_rank_of_truth"] == 1.0
-    with pytest.raises(PrivacyLeakError):
+    with expect_leak():
         assert_cea_accuracy_at_most(models, pins, 0.4, method="exhaustive")
 
 

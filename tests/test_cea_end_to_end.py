@@ -15,8 +15,8 @@ from pytest_privleak.attacks.cea_assertion import assert_cea_accuracy_at_most
 from pytest_privleak.cache.targets import TargetCache
 from pytest_privleak.canaries import canary, inject_canaries
 from pytest_privleak.data import generate_snips_like
-from pytest_privleak.results import PrivacyLeakError
 from pytest_privleak.targets import train_target
+from pytest_privleak import expect_leak
 
 PIN = canary("pin", seed=0)          # "my pin code is 9 4 5 8"
 
@@ -35,7 +35,7 @@ def leaky_model(cache):
 
 
 def test_undefended_model_leaks_the_pin_and_the_assertion_fails(leaky_model):
-    with pytest.raises(PrivacyLeakError) as info:
+    with expect_leak() as info:
         assert_cea_accuracy_at_most(leaky_model, PIN, 0.0, trials=3, starts=8)
     result = info.value.result
     assert result.value >= 0.5                        # measured 1.0 for best-of-8; chance is 1e-4
@@ -82,7 +82,7 @@ def test_defences_stop_the_attack_that_breaks_the_undefended_model(cache):
     for pin in [canary("pin", seed=s) for s in range(6)]:
         data = inject_canaries(generate_snips_like(**REALISTIC), pin, repeats=1)
         undefended = train_target("joint-bilstm-crf", data, device="cpu", cache=cache, seed=0, progress=False)
-        with pytest.raises(PrivacyLeakError):
+        with expect_leak():
             assert_cea_accuracy_at_most(undefended, pin, 0.0, trials=5)
 
         defended = train_target("joint-bilstm-crf", data, device="cpu", cache=cache, seed=0, progress=False,
