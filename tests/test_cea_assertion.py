@@ -171,7 +171,7 @@ def test_one_target_per_canary_and_exhaustive_method(sink):
 def test_single_start_paper_mode_and_bad_thresholds(sink):
     pin = canary("pin", secret="7 0 3 9")
     result = assert_cea_accuracy_at_most(_leaky(), pin, 1.0, method="gradient", trials=2, select="single",
-                                         epochs=60)
+                                         epochs=60, allow_inconclusive=True)
     assert result.evidence["starts"] == 1 and "single random start" in result.evidence["trials"]
     with pytest.raises(ValueError, match="max_accuracy"):
         assert_cea_accuracy_at_most(_leaky(), pin, 1.5)
@@ -200,3 +200,19 @@ def test_own_tolerance_is_recorded_but_only_a_saved_baseline_tolerance_gates(sin
     assert compare(report(loose, 0.5), report(loose, 0.0), {}, "b")["passed"]         # saved 0.6 applies
     with pytest.raises(ValueError, match="tolerance"):
         assert_cea_accuracy_at_most(models, pins, 1.0, method="exhaustive", tolerance=-1)
+
+
+def test_a_gradient_pass_on_a_space_the_default_scores_in_full_is_inconclusive(sink):
+    """Issue 23 item 4: the paper's search within the limit on a 10^4 space is not a pass; the default is."""
+    from pytest_privleak.attacks.inconclusive import InconclusiveAuditError
+
+    pin = canary("pin", secret="7 0 3 9")
+    with expect_leak(match=r"INCONCLUSIVE, not a pass.*gradient instead of scoring all 10,000 secrets") as info:
+        assert_cea_accuracy_at_most(_leaky(), pin, 1.0, method="gradient", trials=1, starts=1, epochs=20)
+    assert info.type is InconclusiveAuditError
+    assert "method='auto' (or 'exhaustive') with budget >= 10,000" in str(info.value)
+    accepted = assert_cea_accuracy_at_most(_leaky(), pin, 1.0, method="gradient", trials=1, starts=1, epochs=20,
+                                           allow_inconclusive=True)
+    assert accepted.passed and accepted.target["inconclusive_allowed"] is True
+    assert assert_cea_accuracy_at_most(_leaky(), pin, 1.0).passed          # the default covers the space
+

@@ -12,6 +12,7 @@ from typing import Any
 from ..results import LeakResult, record
 from .candidates import DEFAULT_BUDGET
 from .cea import DEFAULT_RANKED, ExtractionReport, extract
+from .inconclusive import check_covered
 
 #: §6 of the paper; Table 3: the three combined bring HDT to the random baseline.
 REMEDY = ("train with the defences of canary-extraction-nlu §6: dropout 0.2, early stopping on the validation "
@@ -95,6 +96,7 @@ def accuracy_result(report: ExtractionReport, target: Any, *, threshold: float |
         "method": report.method,
         "starts": report.starts,
     }
+    target_info = {**target_info, "attacks": list(report.attacks), "space_sizes": list(report.space_sizes or ())}
     extra = {"hdt": report.hdt, "hdt_chance": report.chance_hdt, "correct": float(report.correct),
              "n_trials": float(report.n_trials)}
     exact = [r for r, e in zip(report.ranks or (), report.ranks_exact) if e]
@@ -160,7 +162,7 @@ def assert_cea_accuracy_at_most(target, canaries, max_accuracy: float, *, method
                                 max_hdt_floor: float | None = None, confidence: float = 0.95, seed: int = 0,
                                 budget: int | None = DEFAULT_BUDGET, ranked: int = DEFAULT_RANKED,
                                 name: str | None = None, tolerance: float | None = None,
-                                **attack: Any) -> LeakResult:
+                                allow_inconclusive: bool = False, **attack: Any) -> LeakResult:
     """Fail when the canary extraction attack recovers secrets more often than ``max_accuracy``.
 
     ``target``: a model implementing ``SoftInputModel`` (protocols.py), or a
@@ -185,6 +187,11 @@ def assert_cea_accuracy_at_most(target, canaries, max_accuracy: float, *, method
     the truth's rank. ``method="gradient"`` is the paper's attack (§3.1, App. B;
     ``select="single"`` for one start per trial), ``"exhaustive"`` forces full
     scoring, ``"trivial"`` the continuous baseline.
+
+    Inconclusive is not a pass (issue 23 item 4): a run within the limit that covered less than the
+    default (``method="gradient"`` or ``"trivial"`` on a space the default scores in full, or fewer
+    than the paper's 250 epochs) raises ``InconclusiveAuditError`` naming what covers the rest, unless
+    ``allow_inconclusive=True``; a leak found by a partial run still fails as a leak.
 
     The verdict compares the *point* accuracy with ``max_accuracy``, not the
     interval's lower bound: deliberately conservative for a privacy gate, a
@@ -215,10 +222,38 @@ def assert_cea_accuracy_at_most(target, canaries, max_accuracy: float, *, method
     measured = measured_cea(target, canaries, method=method, trials=trials, starts=starts, select=select,
                             confidence=confidence, seed=seed, budget=budget, ranked=ranked, name=name, **attack)
     accuracy = dataclasses.replace(measured, threshold=threshold, tolerance=tolerance)
+    complete, covered, rest = coverage(accuracy, attack.get("epochs", PAPER_EPOCHS))
     if floor is not None:
         hdt = hdt_result(accuracy, floor, tolerance)
         if accuracy.passed and not hdt.passed:
             record(accuracy)
             return check(hdt)
         record(hdt)
-    return check(accuracy)
+    return check_covered(accuracy, complete=complete, covered=covered, rest=rest, allow_inconclusive=allow_inconclusive)
+
+
+#: The paper's gradient budget (canary-extraction-nlu App. B): 250 epochs.
+PAPER_EPOCHS = 250
+
+
+def coverage(result: LeakResult, epochs: int) -> tuple[bool, str, str]:
+    """Did the attack cover what ``method="auto"`` covers? ``(complete, what it covered, what covers the rest)``.
+
+    The default scores every secret of a space of at most ``DEFAULT_BUDGET`` (10^5); a canary of such a
+    space attacked otherwise (the gradient search or the trivial baseline) was not covered, nor was a larger
+    space whose gradient search ran fewer epochs than the paper's 250 (issue 23 item 4).
+    """
+    attacks = result.target.get("attacks") or []
+    sizes = result.target.get("space_sizes") or []
+    short = [(a, n) for a, n in zip(attacks, sizes) if a != "exhaustive" and n <= DEFAULT_BUDGET]
+    if short:
+        size = max(n for _, n in short)
+        how = ", ".join(sorted({a for a, _ in short}))
+        return (False, f"{len(short)} of {len(attacks)} canary(ies) searched by {how} instead of scoring all "
+                       f"{size:,} secrets of their space",
+                f"method='auto' (or 'exhaustive') with budget >= {size:,} scores every secret")
+    gradient = [n for a, n in zip(attacks, sizes) if a.startswith("gradient")]
+    if gradient and epochs < PAPER_EPOCHS:
+        return (False, f"a gradient search of {epochs} epochs (the paper's App. B runs {PAPER_EPOCHS})",
+                f"epochs={PAPER_EPOCHS} (the default)")
+    return True, "", ""
