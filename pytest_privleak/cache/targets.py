@@ -220,18 +220,22 @@ class TargetCache:
                 return self._load_read_only(folder, key, load, exc), True
             if folder.exists():
                 try:
-                    problems = self.problems(key)
-                    if problems:
-                        raise CacheEntryError("; ".join(problems))
-                    loaded = load(folder)
-                    warn_unsigned(f"cache entry {folder}")
-                    return loaded, True
+                    return self._load_verified(folder, key, load), True
                 except CacheEntryError as exc:
                     self._discard(folder, exc)
             self.clean_stale_staging()
             obj = build()
             self._publish(key, obj, save)
             return obj, False
+
+    def _load_verified(self, folder: Path, key: str, load: Callable[[Path], T]) -> T:
+        """``load(folder)`` once the entry proves itself (:meth:`problems`); warns once if the cache is unsigned."""
+        problems = self.problems(key)
+        if problems:
+            raise CacheEntryError("; ".join(problems))
+        loaded = load(folder)
+        warn_unsigned(f"cache entry {folder}")
+        return loaded
 
     def _load_read_only(self, folder: Path, key: str, load: Callable[[Path], T], denied: CacheDirError) -> T:
         """Load a verified entry from a cache folder this process cannot write (a prebuilt, read-only cache).
@@ -241,12 +245,7 @@ class TargetCache:
         it is an error whatever ``on_mismatch`` says.
         """
         try:
-            problems = self.problems(key)
-            if problems:
-                raise CacheEntryError("; ".join(problems))
-            loaded = load(folder)
-            warn_unsigned(f"cache entry {folder}")
-            return loaded
+            return self._load_verified(folder, key, load)
         except CacheEntryError as exc:
             reason = denied.strerror or errno.errorcode.get(denied.errno, "permission denied")
             raise CacheEntryError(
