@@ -27,6 +27,7 @@ _HELPERS = {
     "assert_d_exposure_below": ".attacks.d_exposure_assertion",
     "assert_ldp_holds": ".ldp.assertion",
     "assert_membership_auc_at_most": ".attacks.membership_assertion",
+    "assert_membership_tpr_at_most": ".attacks.membership_assertion",
     "assert_mix_and_match_rank_at_least": ".attacks.mix_and_match_assertion",
     "assert_embedding_inversion_at_most": ".embeddings.inversion_assertion",
     "measure_cea": ".attacks.cea_assertion",

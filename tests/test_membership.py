@@ -10,7 +10,8 @@ from pytest_privleak.attacks.membership import (auc_from_statistics, auc_interva
                                                 membership_inference, tpr_at_fpr)
 from pytest_privleak.attacks.membership_assertion import assert_membership_auc_at_most, measure_membership
 from pytest_privleak.data.types import Utterance
-from pytest_privleak.results import PrivacyLeakError, set_sink
+from pytest_privleak.results import set_sink
+from pytest_privleak import expect_leak
 
 
 def utt(i: int) -> Utterance:
@@ -125,14 +126,14 @@ def test_assertion_fails_on_auc_and_on_tpr_separately():
     # members clearly lower loss, but some overlap: AUC high; at 1 % FPR part of the members caught
     rng = np.random.default_rng(1)
     scorer, members, non_members = sets(rng.normal(0, 1, 200), rng.normal(2, 1, 400))
-    with pytest.raises(PrivacyLeakError, match=r"membership.auc .* violates the limit \(at most 0.600\)") as err:
+    with expect_leak(match=r"membership.auc .* violates the limit \(at most 0.600\)") as err:
         assert_membership_auc_at_most(scorer, members, non_members, 0.6)
     message = str(err.value)
     for part in ("CI", "chance     : 0.500", "TPR @ FPR 1%", "remedy", "DeLong"):
         assert part in message
     passed = assert_membership_auc_at_most(scorer, members, non_members, 0.99)
     assert passed.passed
-    with pytest.raises(PrivacyLeakError, match=r"membership.tpr_at_fpr_0.01 .* violates"):
+    with expect_leak(match=r"membership.tpr_at_fpr_0.01 .* violates"):
         assert_membership_auc_at_most(scorer, members, non_members, 0.99, max_tpr_at_fpr=0.02)
 
 
@@ -156,7 +157,7 @@ def overfit_lm():
 
 def test_overfit_model_fails_the_membership_gate(overfit_lm):
     model, members, unseen = overfit_lm
-    with pytest.raises(PrivacyLeakError) as err:
+    with expect_leak() as err:
         assert_membership_auc_at_most(model, members, unseen[:300], 0.6, max_tpr_at_fpr=0.05)
     result = err.value.result
     assert result.value > 0.95 and result.interval[0] > 0.9           # AUC, chance 0.5
