@@ -49,7 +49,7 @@ from typing import Any, Callable, TypeVar
 
 from ..progress import events as progress
 from ..atomic import publish_dir_atomic, write_text_atomic
-from .lock import (CONFIGURED, DEFAULT_LOCK_TIMEOUT, DEFAULT_MESSAGE_EVERY, CacheLockTimeout, check_seconds, hold_lock,
+from .lock import (CONFIGURED, DEFAULT_MESSAGE_EVERY, CacheLockTimeout, check_seconds, hold_lock,
                          pid_alive)
 from .manifest import MANIFEST, CacheEntryError, build_manifest, entry_problems, warn_unsigned
 

@@ -16,7 +16,6 @@ import math
 import numpy as np
 
 from ..attacks.inconclusive import check_allow_inconclusive, check_covered
-from ..finite import require_finite
 from ..results import LeakResult, record
 from .auditor import AuditResult, audit
 from .budget import check_progress, check_time_budget
