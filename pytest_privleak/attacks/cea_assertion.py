@@ -20,6 +20,17 @@ REMEDY = ("train with the defences of canary-extraction-nlu §6: dropout 0.2, ea
           "all three brought HDT to the random baseline in the paper (Table 3). Better still, keep secrets "
           "such as this one out of the training data, or de-duplicate them")
 
+#: The remedy for a transformers model (issue 24 item 4): §6's character embeddings do not apply to word pieces.
+TRANSFORMERS_REMEDY = ("keep secrets such as this one out of the fine-tuning data (scrub or mask them, "
+                       "de-duplicate them), fine-tune fewer epochs with early stopping on a validation split, "
+                       "raise dropout, or fine-tune with differential privacy (DP-SGD, e.g. Opacus)")
+
+
+def remedy_for(target_type: str) -> str:
+    """The remedy that fits the attacked model's family: the BiLSTM paper's §6 defences, or a transformer's."""
+    return TRANSFORMERS_REMEDY if target_type.startswith("Transformers") else REMEDY
+
+
 #: Random starts per gradient trial unless told otherwise (``select="best_loss"``).
 DEFAULT_STARTS = 8
 
@@ -105,7 +116,8 @@ def accuracy_result(report: ExtractionReport, target: Any, *, threshold: float |
     return LeakResult(
         attack="cea", metric="accuracy", value=report.accuracy, threshold=threshold, direction="at_most",
         interval=report.accuracy_interval(confidence), confidence=confidence, chance=report.chance_accuracy,
-        ceiling=1.0, label=_label(report, name), evidence=evidence, extra=extra, remedy=REMEDY,
+        ceiling=1.0, label=_label(report, name), evidence=evidence, extra=extra,
+        remedy=remedy_for(str(target_info.get("type") or "")),
         tolerance=tolerance, target=target_info)
 
 

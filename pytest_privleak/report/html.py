@@ -10,6 +10,7 @@ loads as a second line of defence.
 from __future__ import annotations
 
 import json
+import math
 from html import escape
 from typing import Any
 
@@ -17,7 +18,7 @@ from ..results import _fmt
 from .model import (EXPECTED_INCONCLUSIVE, INCONCLUSIVE, failures_first, figure, is_expected_leak,
                     shown_verdict, worker_name)
 from .seed_chart import seed_charts_html
-from .svg import Bar, bar_chart
+from .svg import Bar, bar_chart, sig3
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 CSS = """
@@ -47,8 +48,32 @@ def _e(value: Any) -> str:
 
 
 def _num(value: Any) -> str:
+    """A figure to 3 significant digits (the details and the charts' tooltips keep the exact value)."""
     x = figure(value) if not isinstance(value, (int, float)) else float(value)
-    return "" if x is None else _fmt(x)
+    return "" if x is None else sig3(x)
+
+
+def _fact(value: Any) -> str:
+    """A detail cell: numbers to 3 significant digits with the exact value on hover, the rest as JSON or text."""
+    if isinstance(value, float):
+        return f'<span title="{_e(repr(value))}">{_e(sig3(value))}</span>'
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, float) for v in value):
+        return f'<span title="{_e(json.dumps(list(value)))}">{_e(" .. ".join(sig3(v) for v in value))}</span>'
+    if isinstance(value, dict):
+        shown = {k: (float(sig3(v)) if isinstance(v, float) and math.isfinite(v) else v) for k, v in value.items()}
+        return f'<span title="{_e(json.dumps(value))}">{_e(json.dumps(shown))}</span>'
+    return _e(json.dumps(value) if isinstance(value, list) else value)
+
+
+def _beside(r: dict[str, Any]) -> str:
+    """What a CEA accuracy hides (issue 24 item 4): the truth's best exact rank and the HDT, under the figure."""
+    extra = r.get("extra") or {}
+    shown = []
+    if "best_rank_of_truth" in extra:
+        shown.append(f"rank {int(figure(extra['best_rank_of_truth'])):,}")
+    if "hdt" in extra and "hdt_chance" in extra:
+        shown.append(f"HDT {sig3(figure(extra['hdt']))} (chance {sig3(figure(extra['hdt_chance']))})")
+    return f'<br><span class="meta">{_e(", ".join(shown))}</span>' if shown else ""
 
 
 def _interval(r: dict[str, Any]) -> str:
@@ -116,39 +141,61 @@ def _summary_table(report: dict[str, Any]) -> str:
         body.append(
             f'<tr class="row-{css}"><td><span class="badge {css}">{_e(verdict)}</span></td>'
             f'<td>{_e(test["nodeid"])}</td><td>{_e(r["name"])}</td><td>{_e(r.get("label"))}</td>'
-            f'<td class="num">{_e(_num(r["value"]))}</td><td class="num">{_e(_interval(r))}</td>'
+            f'<td class="num">{_e(_num(r["value"]))}{_beside(r)}</td><td class="num">{_e(_interval(r))}</td>'
             f'<td class="num">{_e(_limit(r))}</td><td class="num">{_e(_num(r.get("chance")))}</td>'
             f'<td class="num">{_e(_num(r.get("ceiling")))}</td><td>{_delta(r["key"], changes, new)}</td></tr>')
     return f'<table class="summary">{head}{"".join(body)}</table>'
 
 
+#: Extra figures for which less is worse (they shrink as the attack gets closer to the secret).
+LOWER_IS_WORSE_EXTRAS = frozenset({"hdt"})
+
+
 def chart_groups(report: dict[str, Any]) -> dict[str, list[Bar]]:
-    """Bars grouped by figure name; extras (e.g. ``hdt``) with ``<name>_chance`` get their own chart."""
+    """Bars grouped by figure name; extras (e.g. ``hdt``) with ``<name>_chance`` get their own chart.
+
+    A bar is labelled by the result's label (its ``name=``, else the canary or target), with the test
+    id in its tooltip (issue 24 item 4).
+    """
     groups: dict[str, list[Bar]] = {}
     for test in report["tests"]:
-        short = test["nodeid"].split("::")[-1]
         for r in test["results"]:
-            label = short  # the canary or target is in the summary table beside the same test
+            label = r.get("label") or test["nodeid"].split("::")[-1]
             value = figure(r["value"])
             interval = tuple(figure(v) for v in r["interval"]) if r.get("interval") else None
             marks = {"chance": figure(r.get("chance")), "threshold": figure(r.get("threshold")),
                      "ceiling": figure(r.get("ceiling"))}
             groups.setdefault(r["name"], []).append(
-                Bar(label, value, r["verdict"], interval, {k: v for k, v in marks.items() if v is not None}))
+                Bar(label, value, r["verdict"], interval, {k: v for k, v in marks.items() if v is not None},
+                    tooltip=test["nodeid"]))
             extra = r.get("extra") or {}
             for key, raw in extra.items():
                 if key.endswith("_chance") or f"{key}_chance" not in extra:
                     continue  # only figures with a chance baseline earn a chart; the rest are in the details
                 marks = {"chance": figure(extra.get(f"{key}_chance"))}
                 groups.setdefault(f"{r['attack']}.{key}", []).append(
-                    Bar(label, figure(raw), "measured", None, {k: v for k, v in marks.items() if v is not None}))
+                    Bar(label, figure(raw), "measured", None, {k: v for k, v in marks.items() if v is not None},
+                        tooltip=test["nodeid"]))
     return groups
+
+
+def worse_direction(report: dict[str, Any]) -> dict[str, str]:
+    """Chart name -> ``"higher"`` / ``"lower"``: where leakage lies (from each limit's direction)."""
+    found: dict[str, str] = {}
+    for test in report["tests"]:
+        for r in test["results"]:
+            found.setdefault(r["name"], "higher" if r["direction"] == "at_most" else "lower")
+            for key in r.get("extra") or {}:
+                if key in LOWER_IS_WORSE_EXTRAS:
+                    found.setdefault(f"{r['attack']}.{key}", "lower")
+    return found
 
 
 def _charts(report: dict[str, Any]) -> str:
     parts = []
+    worse = worse_direction(report)
     for name, bars in chart_groups(report).items():
-        parts.append(bar_chart(name, bars))
+        parts.append(bar_chart(name, bars, worse.get(name)))
     if not parts:
         return '<p class="meta">No results to plot.</p>'
     legend = ('<p class="legend">Bars: measured figure (red fails its limit, green passes, blue is measured '
@@ -160,24 +207,25 @@ def _charts(report: dict[str, Any]) -> str:
 
 def _details(report: dict[str, Any]) -> str:
     parts = []
-    for test in report["tests"]:
-        for r in test["results"]:
-            facts = {"value": r["value"], "interval": r.get("interval"), "confidence": r.get("confidence"),
-                     "threshold": r.get("threshold"), "direction": r["direction"], "chance": r.get("chance"),
-                     "ceiling": r.get("ceiling"), "extra": r.get("extra"), "tolerance": r.get("tolerance"),
-                     "device": r.get("device"), "seed": r.get("seed"), "target hash": r.get("target_hash"),
-                     "test outcome": test["outcome"], "duration (s)": test["duration"],
-                     "worker": test.get("worker"), "host": test.get("host")}
-            rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(json.dumps(v) if isinstance(v, (dict, list)) else v)}"
-                           f"</td></tr>" for k, v in facts.items() if v not in (None, {}, ""))
-            evidence = json.dumps(r.get("evidence") or {}, indent=2, ensure_ascii=False)
-            remedy = f'<p><b>Remedy:</b> {_e(r["remedy"])}</p>' if r.get("remedy") else ""
-            shown = _e(shown_verdict(test["outcome"], r))
-            parts.append(
-                f'<details{" open" if r["verdict"] == "FAIL" else ""}><summary><span class="badge '
-                f'{_css(test["outcome"], r)}">{shown}</span> {_e(test["nodeid"])} \u2014 {_e(r["name"])}'
-                f'{" [" + _e(r["label"]) + "]" if r.get("label") else ""}</summary>'
-                f"<table>{rows}</table><p><b>Evidence</b></p><pre>{_e(evidence)}</pre>{remedy}</details>")
+    for test, r in _rows(report):   # failures first, as in the summary
+        if r is None:
+            continue
+        facts = {"value": r["value"], "interval": r.get("interval"), "confidence": r.get("confidence"),
+                 "threshold": r.get("threshold"), "direction": r["direction"], "chance": r.get("chance"),
+                 "ceiling": r.get("ceiling"), "extra": r.get("extra"), "tolerance": r.get("tolerance"),
+                 "device": r.get("device"), "seed": r.get("seed"), "target hash": r.get("target_hash"),
+                 "test outcome": test["outcome"], "duration (s)": test["duration"],
+                 "worker": test.get("worker"), "host": test.get("host")}
+        rows = "".join(f"<tr><th>{_e(k)}</th><td>{_fact(v)}</td></tr>"
+                       for k, v in facts.items() if v not in (None, {}, ""))
+        evidence = json.dumps(r.get("evidence") or {}, indent=2, ensure_ascii=False)
+        remedy = f'<p><b>Remedy:</b> {_e(r["remedy"])}</p>' if r.get("remedy") else ""
+        shown = _e(shown_verdict(test["outcome"], r))
+        parts.append(
+            f'<details{" open" if r["verdict"] == "FAIL" else ""}><summary><span class="badge '
+            f'{_css(test["outcome"], r)}">{shown}</span> {_e(test["nodeid"])} \u2014 {_e(r["name"])}'
+            f'{" [" + _e(r["label"]) + "]" if r.get("label") else ""}</summary>'
+            f"<table>{rows}</table><p><b>Evidence</b></p><pre>{_e(evidence)}</pre>{remedy}</details>")
     return "".join(parts) or '<p class="meta">No results.</p>'
 
 

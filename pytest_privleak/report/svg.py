@@ -29,6 +29,34 @@ class Bar:
     verdict: str = "measured"
     interval: tuple[float, float] | None = None
     marks: dict[str, float] = field(default_factory=dict)
+    tooltip: str = ""          # shown on hover: the test id behind a ``name=`` label
+
+
+def sig3(x: float | None) -> str:
+    """A figure to 3 significant digits for the eye (the full value goes in a tooltip beside it)."""
+    if x is None:
+        return "n/a"
+    if not math.isfinite(x):
+        return "\u221e" if x > 0 else ("-\u221e" if x < 0 else "NaN")
+    if x == 0:
+        return "0"
+    ax = abs(x)
+    if ax < 1e-3 or ax >= 1e5:
+        return f"{x:.2e}"
+    digits = max(0, 2 - int(math.floor(math.log10(ax))))
+    return f"{x:.{digits}f}"
+
+
+def nice_axis(top: float, ticks: int = 4) -> tuple[float, float]:
+    """``(axis end, tick step)``: the smallest step of 1, 2, 2.5 or 5 x 10^k whose ``ticks`` steps reach ``top``."""
+    if not top > 0 or not math.isfinite(top):
+        return 1.0, 1.0 / ticks
+    magnitude = 10.0 ** math.floor(math.log10(top / ticks))
+    for m in (1.0, 2.0, 2.5, 5.0, 10.0):
+        step = m * magnitude
+        if step * ticks >= top * (1 - 1e-12):
+            return step * ticks, step
+    return 10.0 * magnitude * ticks, 10.0 * magnitude
 
 
 def _finite(values) -> list[float]:
@@ -36,12 +64,12 @@ def _finite(values) -> list[float]:
 
 
 def scale_max(bars: list[Bar]) -> float:
-    """Right end of the axis: the largest finite figure or mark, padded by 5 %."""
+    """Right end of the axis: the largest finite figure or mark, padded by 5 %, up to a round number."""
     candidates = []
     for bar in bars:
         candidates += _finite([bar.value, *(bar.interval or ()), *bar.marks.values()])
     top = max(candidates, default=1.0)
-    return top * 1.05 if top > 0 else 1.0
+    return nice_axis(top * 1.05 if top > 0 else 1.0)[0]
 
 
 def short_label(text: str, limit: int = 30) -> str:
@@ -52,9 +80,17 @@ def short_label(text: str, limit: int = 30) -> str:
     return text[:head] + "\u2026" + text[-(limit - 1 - head):]
 
 
-def bar_chart(title: str, bars: list[Bar]) -> str:
-    """An ``<svg>`` element (string) plotting ``bars`` on one linear axis starting at 0."""
+#: What the title says of each direction: the side of the axis where leakage lies.
+WORSE = {"higher": " (higher is worse \u2192)", "lower": " (\u2190 lower is worse)"}
+
+
+def bar_chart(title: str, bars: list[Bar], worse: str | None = None) -> str:
+    """An ``<svg>`` element (string) plotting ``bars`` on one linear axis starting at 0.
+
+    ``worse`` (``"higher"`` or ``"lower"``): the direction of more leakage, said in the title.
+    """
     top_value = scale_max(bars)
+    title = title + WORSE.get(worse or "", "")
     plot_w = WIDTH - LABEL_W - RIGHT_PAD
     height = TOP + ROW_H * len(bars) + BOTTOM
 
@@ -70,10 +106,12 @@ def bar_chart(title: str, bars: list[Bar]) -> str:
         y = TOP + i * ROW_H
         colour = VERDICT_COLOURS.get(bar.verdict, "#6e7781")
         label = short_label(bar.label)
-        parts.append(f'<text x="{LABEL_W - 6}" y="{y + 16}" text-anchor="end">{escape(label)}</text>')
+        hover = f"{bar.label} ({bar.tooltip})" if bar.tooltip else bar.label
+        parts.append(f'<text x="{LABEL_W - 6}" y="{y + 16}" text-anchor="end"><title>{escape(hover)}</title>'
+                     f'{escape(label)}</text>')
         parts.append(f'<rect x="{LABEL_W}" y="{y + 4}" width="{x(bar.value) - LABEL_W:.1f}" height="{ROW_H - 8}" '
-                     f'fill="{colour}" fill-opacity="0.75"><title>{escape(bar.label)}: '
-                     f'{escape(_fmt(bar.value))}</title></rect>')
+                     f'fill="{colour}" fill-opacity="0.75"><title>{escape(hover)}: '
+                     f'{escape(repr(bar.value))}</title></rect>')
         if bar.interval:
             lo, hi = x(bar.interval[0]), x(bar.interval[1])
             mid = y + ROW_H / 2
@@ -85,15 +123,16 @@ def bar_chart(title: str, bars: list[Bar]) -> str:
             style = MARK_STYLES.get(kind, MARK_STYLES["threshold"])
             parts.append(f'<line x1="{x(value):.1f}" x2="{x(value):.1f}" y1="{y + 1}" y2="{y + ROW_H - 1}" '
                          f'{style}><title>{escape(kind)}: {escape(_fmt(value))}</title></line>')
-        shown = "\u221e" if math.isinf(bar.value) else _fmt(bar.value)
-        parts.append(f'<text x="{WIDTH - RIGHT_PAD + 6}" y="{y + 16}">{escape(shown)}</text>')
+        parts.append(f'<text x="{WIDTH - RIGHT_PAD + 6}" y="{y + 16}"><title>{escape(repr(bar.value))}</title>'
+                     f'{escape(sig3(bar.value))}</text>')
     axis_y = TOP + ROW_H * len(bars) + 4
     parts.append(f'<line x1="{LABEL_W}" x2="{LABEL_W + plot_w}" y1="{axis_y}" y2="{axis_y}" stroke="#8c959f"/>')
-    for frac in (0.0, 0.25, 0.5, 0.75, 1.0):
-        tick = top_value * frac
-        tx = LABEL_W + plot_w * frac
+    step = nice_axis(top_value)[1]
+    for k in range(int(round(top_value / step)) + 1):   # round ticks: 0, step, 2 step, ... up to the axis end
+        tick = k * step
+        tx = LABEL_W + plot_w * tick / top_value
         parts.append(f'<line x1="{tx:.1f}" x2="{tx:.1f}" y1="{axis_y}" y2="{axis_y + 4}" stroke="#8c959f"/>')
         parts.append(f'<text x="{tx:.1f}" y="{axis_y + 16}" text-anchor="middle" class="tick">'
-                     f"{escape(_fmt(tick))}</text>")
+                     f"{escape(f'{tick:g}')}</text>")
     parts.append("</svg>")
     return "".join(parts)
