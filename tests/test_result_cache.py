@@ -285,7 +285,8 @@ def test_ldp_audits_with_a_time_budget_or_of_a_user_mechanism_are_never_cached(c
 
 
 def test_the_key_holds_torchs_thread_count():
-    """An xdist worker runs with its share of the cores: a figure measured with another count is not served."""
+    """An xdist worker runs with its share of the cores: a figure of an attack that may train (CEA beyond the
+    exhaustive budget) measured with another count is not served (scoring attacks: test_result_cache_threads)."""
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(1)

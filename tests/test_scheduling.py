@@ -253,3 +253,13 @@ def test_without_a_durations_file_the_last_runs_durations_order_the_groups(pytes
     damaged.assert_outcomes(passed=6, warnings=1)
     damaged.stdout.fnmatch_lines(["*DurationsCacheWarning*not {nodeid: seconds}*"])
     assert "long" not in order.read_text().split()[:2]
+
+
+def test_the_header_says_why_tests_of_one_model_share_a_worker(pytester):
+    """Issue 24 item 6: a one-model suite that runs on one worker says why, in one line."""
+    pytest.importorskip("xdist")
+    pytester.makepyfile(test_one="def test_one():\n    pass\n")
+    grouped = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider")
+    grouped.stdout.fnmatch_lines(["privleak: tests that share a model's fixtures run on one xdist worker*"])
+    spread = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider", "--privleak-group=off")
+    assert "share a model's fixtures run on one xdist worker" not in spread.stdout.str()

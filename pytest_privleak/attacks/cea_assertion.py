@@ -140,7 +140,17 @@ def measured_cea(target, canaries, *, method: str = "auto", trials: int = 10, st
                          confidence=confidence, seed=seed, budget=budget, ranked=ranked, name=name, **attack)
         return [accuracy_result(report, target, threshold=None, confidence=confidence, name=name, tolerance=None)]
 
-    return cached_results("cea", models, inputs, compute)[0]
+    return cached_results("cea", models, inputs, compute, threads_matter=not _scores_every_secret(canaries, method,
+                                                                                                  budget))[0]
+
+
+def _scores_every_secret(canaries: Any, method: str, budget: int | None) -> bool:
+    """The attack only scores (no gradient search), so its figure does not depend on torch's thread count."""
+    items = list(canaries) if isinstance(canaries, (list, tuple)) else [canaries]
+    sizes = [getattr(getattr(c, "pattern", None), "space_size", None) for c in items]
+    if any(size is None for size in sizes):
+        return False
+    return method == "exhaustive" or (method == "auto" and (budget is None or max(sizes) <= budget))
 
 
 def hdt_result(accuracy: LeakResult, floor: float, tolerance: float | None) -> LeakResult:

@@ -11,9 +11,9 @@ are the same whether the results were computed now or loaded.
 change a figure or its label (canary, attack config, seed, confidence,
 ``name``, ...), :func:`code_fingerprint` (the package version, a digest of
 the package's own source files, and the torch / numpy / scipy versions), so
-editing any attack code or upgrading torch recomputes everything, and torch's
-thread count (an xdist worker runs with its share of the cores, and a result
-measured with another count is not served).
+editing any attack code or upgrading torch recomputes everything, and, for an
+attack that trains or encodes inside, torch's thread count (an xdist worker runs
+with its share of the cores; see :data:`THREAD_FREE_ATTACKS`).
 
 **Which models.** Only a model that carries :data:`CONTENT_HASH_ATTR`, a
 SHA-256 hex digest of everything that determines its outputs. ``train_target``
@@ -219,11 +219,21 @@ def _plain(obj: Any) -> Any:
     return obj
 
 
-def result_key(attack: str, models: Sequence[Any], inputs: dict[str, Any]) -> str | None:
+#: Attacks whose figures are ranks and rates of scores, with nothing trained inside the attack: keyed
+#: without torch's thread count, so a warm run under any ``-n`` loads them (issue 24 item 6). Measured:
+#: exposure and exhaustive CEA ranks and scores of a joint BiLSTM-CRF are bitwise equal with 1 and 2
+#: threads (tests/test_result_cache_threads.py). An attack that trains or encodes inside (keyword
+#: inference, embedding inversion, Mix And Match's refit, CEA's gradient search) keeps the count.
+THREAD_FREE_ATTACKS = frozenset({"exposure", "d-exposure", "ldp", "membership"})
+
+
+def result_key(attack: str, models: Sequence[Any], inputs: dict[str, Any], *,
+               threads_matter: bool | None = None) -> str | None:
     """The entry key of one measurement, or None when it must not be cached.
 
     None when a model has no declared content hash (:func:`model_hash`) or an
-    input cannot be hashed (e.g. a callable).
+    input cannot be hashed (e.g. a callable). ``threads_matter`` (default: the
+    attack is not in :data:`THREAD_FREE_ATTACKS`) puts torch's thread count in the key.
     """
     from .targets import content_hash
 
@@ -231,8 +241,10 @@ def result_key(attack: str, models: Sequence[Any], inputs: dict[str, Any]) -> st
     if not hashes or any(h is None for h in hashes):
         return None
     torch = sys.modules.get("torch")
+    if threads_matter is None:
+        threads_matter = attack not in THREAD_FREE_ATTACKS
     # an attack that trains or encodes with torch's own thread count may differ in the last bits between counts
-    threads = torch.get_num_threads() if torch is not None else None
+    threads = torch.get_num_threads() if torch is not None and threads_matter else None
     try:
         return content_hash({"format": FORMAT, "attack": attack, "models": hashes, "inputs": _plain(inputs),
                              "code": code_fingerprint(), "torch_threads": threads})
@@ -431,7 +443,7 @@ def active() -> ResultCache | None:
 
 def cached_results(attack: str, models: Sequence[Any], inputs: dict[str, Any],
                    compute: Callable[[], Sequence[LeakResult]], *,
-                   cache: ResultCache | None = None) -> list[LeakResult]:
+                   cache: ResultCache | None = None, threads_matter: bool | None = None) -> list[LeakResult]:
     """The measured results of one attack call: loaded when cached, else computed (and stored).
 
     ``models``: every model the figures depend on (all need a content hash);
@@ -440,7 +452,7 @@ def cached_results(attack: str, models: Sequence[Any], inputs: dict[str, Any],
     recorded here; the caller records what it returns.
     """
     cache = _active if cache is None else cache
-    key = result_key(attack, models, inputs) if cache is not None else None
+    key = result_key(attack, models, inputs, threads_matter=threads_matter) if cache is not None else None
     if key is None:
         return list(compute())
     loaded = cache.load(key)

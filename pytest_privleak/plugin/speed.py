@@ -58,7 +58,19 @@ def pytest_cmdline_main(config: pytest.Config):
     if getattr(option, "privleak_group", "auto") == "auto" and hasattr(option, "dist") \
             and getattr(option, "numprocesses", None) and option.dist == "no" and not getattr(option, "distload", False):
         option.dist = "loadgroup"
+        config.stash[_GROUPED_KEY] = True
     return (yield)
+
+
+_GROUPED_KEY = pytest.StashKey[bool]()
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """pytest, in the header: say why tests that share a model run on one worker (issue 24 item 6)."""
+    if not config.stash.get(_GROUPED_KEY, False) or hasattr(config, "workerinput"):
+        return None
+    return ("privleak: tests that share a model's fixtures run on one xdist worker, so each model is trained "
+            "once and no worker waits on another's training (--privleak-group=off spreads them)")
 
 
 def result_cache_root(cache_dir):
