@@ -25,7 +25,7 @@ import torch
 from pytest_privleak.attacks.cea import extract
 from pytest_privleak.cache.targets import TargetCache
 from pytest_privleak.canaries import canary, inject_canaries
-from pytest_privleak.data.synthetic import _realise, load_grammar, reserve_unseen
+from pytest_privleak.data.synthetic import _split, load_grammar, reserve_unseen
 from pytest_privleak.data.types import NLUDataset
 from pytest_privleak.targets import train_target
 from pytest_privleak.targets.unk_training import WORD_DROPOUT_ALPHA
@@ -78,14 +78,7 @@ def _grammar(seed: int, names_per_list: int):
 
 
 def _draw(n: int, seed: int, split: str, templates, values):
-    rng = random.Random(f"issue21-big:{seed}:{split}")
-    intents = sorted(templates)
-    out = []
-    for _ in range(n):
-        intent = intents[rng.randrange(len(intents))]
-        options = templates[intent]
-        out.append(_realise(options[rng.randrange(len(options))], values, rng, intent))
-    return tuple(out)
+    return _split(n, seed, split, templates, values, namespace="issue21-big")
 
 
 def generate_large_vocabulary_corpus(n_train: int, seed: int = 0, names_per_list: int = 600,

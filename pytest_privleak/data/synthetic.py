@@ -107,8 +107,9 @@ def reserve_unseen(values: dict[str, tuple[str, ...]], share: float, seed: int
     return seen
 
 
-def _split(n: int, seed: int, split: str, templates, values) -> tuple[Utterance, ...]:
-    rng = random.Random(f"snips_like:{seed}:{split}")
+def _split(n: int, seed: int, split: str, templates, values, namespace: str = "snips_like") -> tuple[Utterance, ...]:
+    """``n`` utterances of ``split`` drawn from the grammar, seeded by ``namespace``, ``seed`` and ``split``."""
+    rng = random.Random(f"{namespace}:{seed}:{split}")
     intents = sorted(templates)
     out = []
     for _ in range(n):
