@@ -94,14 +94,18 @@ def test_a_report_json_baseline_carries_its_tolerances_and_the_ini_cannot_raise_
     assert {(r["tolerance"], r["tolerance_source"]) for r in entries} == {(0.05, "built-in default")}
 
 
-def test_a_report_without_stored_tolerances_still_ignores_the_branchs_loosening_ini(suite):
-    path = suite.path / "main-rep" / "report.json"
-    data = json.loads(path.read_text())
+def _old_report_without_tolerances(suite) -> None:
+    """``old-report.json``: main's report as an older plugin wrote it, with no tolerance stored per result."""
+    data = json.loads((suite.path / "main-rep" / "report.json").read_text())
     for test in data["tests"]:
         for r in test["results"]:
             r["tolerance"] = None
             r.pop("tolerance_source", None)
     (suite.path / "old-report.json").write_text(json.dumps(data))
+
+
+def test_a_report_without_stored_tolerances_still_ignores_the_branchs_loosening_ini(suite):
+    _old_report_without_tolerances(suite)
     suite.makeini('[pytest]\nprivleak_tolerance = default=1e308\n    membership.auc=0.5\n')
     run = _gate(suite, "old-report.json")
     assert run.ret == pytest.ExitCode.TESTS_FAILED, run.stdout.str()
@@ -177,13 +181,7 @@ def test_two_parametrized_tests_whose_keys_coincide_are_refused_when_the_baselin
 
 
 def test_an_override_ini_is_trusted_from_the_command_line_only(suite, monkeypatch):
-    path = suite.path / "main-rep" / "report.json"
-    data = json.loads(path.read_text())
-    for test in data["tests"]:
-        for r in test["results"]:
-            r["tolerance"] = None
-            r.pop("tolerance_source", None)
-    (suite.path / "old-report.json").write_text(json.dumps(data))
+    _old_report_without_tolerances(suite)
     run = _gate(suite, "old-report.json", "-o", "privleak_tolerance=membership.auc=0.5")
     assert run.ret == pytest.ExitCode.OK, run.stdout.str()
     suite.makeini("[pytest]\naddopts = -o privleak_tolerance=membership.auc=0.5\n")
