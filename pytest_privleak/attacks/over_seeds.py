@@ -36,6 +36,7 @@ from .. import results as _results
 from ..results import LeakResult, PrivacyLeakError, _fmt
 from ..stats import clopper_pearson, clopper_pearson_lower, clopper_pearson_upper
 from ..targets.seeds import SeedModels
+from .inconclusive import INCONCLUSIVE, InconclusiveAuditError, mark_inconclusive
 
 #: The counts (successes, trials) that make a figure a pooled rate.
 COUNT_FIELDS = (("correct", "n_trials"), ("successes", "trials"))
@@ -153,10 +154,25 @@ def aggregate(members: Sequence[LeakResult], seeds: Sequence[int]) -> LeakResult
     for key, value in first.extra.items():  # member extras as means over seeds, e.g. cea's HDT
         if key not in extra and all(key in r.extra for r in members):
             extra[f"{key}_mean"] = math.fsum(r.extra[key] for r in members) / len(members)
-    evidence.update({f"seed {seeds[0]}: {k}": v for k, v in first.evidence.items()})
-    return replace(first, value=bound if threshold is not None else summary.mean, interval=summary.interval,
-                   confidence=confidence, evidence=evidence, extra=extra, target=_combined_target(members, seeds),
-                   per_seed=summary.values)
+    evidence.update({f"seed {seeds[0]}: {k}": v for k, v in first.evidence.items() if k != INCONCLUSIVE})
+    combined = replace(first, value=bound if threshold is not None else summary.mean, interval=summary.interval,
+                       confidence=confidence, evidence=evidence, extra=extra,
+                       target={k: v for k, v in _combined_target(members, seeds).items()
+                               if k not in (INCONCLUSIVE, "inconclusive_allowed")},
+                       per_seed=summary.values)
+    short = [(s, r) for s, r in zip(seeds, members) if (r.target or {}).get(INCONCLUSIVE)]
+    if not short:
+        return combined
+    # a seed whose run was cut short by its budget leaves the figure over seeds inconclusive too
+    return mark_inconclusive(combined, covered=short_runs(short, len(members)),
+                             rest=short[0][1].evidence.get(INCONCLUSIVE, "the budget each seed's message names"),
+                             allowed=all((r.target or {}).get("inconclusive_allowed") for _, r in short))
+
+
+def short_runs(short: Sequence[tuple[int, LeakResult]], k: int) -> str:
+    """``2 of 5 seeds' runs (seeds 3, 4) were cut short by their budget``."""
+    return (f"{len(short)} of {k} seeds' runs (seed{'s' if len(short) > 1 else ''} "
+            f"{', '.join(str(s) for s, _ in short)}) were cut short by their budget")
 
 
 @contextmanager
@@ -223,6 +239,11 @@ def run_over_seeds(function: Callable[..., Any], args: tuple, kwargs: dict, sets
     failing = next((r for r in aggregates.values() if not r.passed), None)
     if failing is not None:
         raise PrivacyLeakError(failing)
+    short = next((r for r in aggregates.values()
+                  if r.target.get(INCONCLUSIVE) and not r.target.get("inconclusive_allowed")), None)
+    if short is not None:   # within the limit, but some seed did not cover what the default covers
+        raise InconclusiveAuditError(short, covered=short.evidence[INCONCLUSIVE].split("; ")[0],
+                                     rest=short.evidence[INCONCLUSIVE].split("; to cover the rest: ")[-1])
     if isinstance(shape, LeakResult):
         return aggregates.get(next(iter(_keyed([shape]))), shape)
     if isinstance(shape, list) and all(isinstance(item, LeakResult) for item in shape):
