@@ -13,7 +13,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "pytest_privleak"
 #: The public API and the small helpers every wing uses; anything else belongs in a wing.
 LOOSE = {"__init__", "assertions", "results", "protocols", "canaries", "finite", "stats", "atomic"}
-WINGS = {"plugin", "cache", "distribute", "progress", "data", "targets", "adapters", "attacks", "ldp",
+WINGS = {"plugin", "cache", "distribute", "progress", "data", "targets", "adapters", "attacks", "ldp", "dp",
          "embeddings", "report"}
 
 
