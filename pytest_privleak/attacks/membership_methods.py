@@ -5,12 +5,16 @@
   (difficulty calibration, Watson et al. 2022);
 - ``lira``: :mod:`.membership_lira` on the logit-scaled confidence (or the
   loss), online when the references were trained on the candidates;
-- ``rmia``: :mod:`.membership_rmia` against the population records.
+- ``rmia``: :mod:`.membership_rmia` against the population records;
+- ``zlib`` and ``min-k``: :mod:`.membership_reference_free`, for a lone
+  language model that no reference can be trained for.
 
 ``auto`` runs RMIA when reference models are given or can be trained (the
 strongest attack with few references, Zarifzadeh et al. 2024 §5), the
-calibrated loss with a single reference model, and else the loss attack,
-whose weakness at low FPR (Carlini et al. 2022 §III) the reason says.
+calibrated loss with a single reference model; with neither, Min-K% Prob when
+the scorer gives per-token log-probabilities (a language model: Shi et al.
+2024 §5 find it above the loss and zlib), and else the loss attack, whose
+weakness at low FPR (Carlini et al. 2022 §III) the reason says.
 """
 from __future__ import annotations
 
@@ -24,10 +28,12 @@ from ..finite import require_finite
 from .membership_figures import auc_from_statistics, auc_interval
 from .membership_lira import lira_offline, lira_online, logit_confidence
 from .membership_records import as_utterances, training_form
+from .membership_reference_free import (DEFAULT_MIN_K_FRACTION, has_token_log_probs, min_k_statistic, texts_of,
+                                        token_log_probs, zlib_statistic)
 from .membership_references import ReferenceSet, TargetRecipe, train_references
 from .membership_rmia import DEFAULT_GAMMA, DEFAULT_OFFLINE_A, log_ratio, rmia_scores, tune_offline_a
 
-METHODS = ("auto", "loss", "reference", "lira", "rmia")
+METHODS = ("auto", "loss", "reference", "lira", "rmia", "zlib", "min-k")
 
 
 class DistributionShiftWarning(UserWarning):
@@ -142,6 +148,10 @@ def statistics(method: str, scorer: Any, members: list, non_members: list, *, re
                                    "with few references (Zarifzadeh et al. 2024)")
         elif reference is not None:
             method, why = "reference", "auto: one reference model and no population references, so the calibrated loss"
+        elif has_token_log_probs(scorer):
+            method, why = "min-k", ("auto: no reference models (pass references=TargetRecipe(...) for RMIA) and a "
+                                    "language model, so Min-K% Prob (Shi et al. 2024), the strongest "
+                                    "reference-free score; a pass here is weaker evidence than RMIA's")
         else:
             method, why = "loss", ("auto: no reference models (pass references=TargetRecipe(...) for RMIA), so the "
                                    "loss attack, which Carlini et al. 2022 find near chance at low FPR: a pass here "
@@ -161,6 +171,16 @@ def statistics(method: str, scorer: Any, members: list, non_members: list, *, re
     shift = None
     if method == "loss":
         return Statistics(method, why, -loss_m, -loss_n, loss_m, loss_n)
+    if method == "zlib":
+        return Statistics(method, why, zlib_statistic(loss_m, texts_of(members)),
+                          zlib_statistic(loss_n, texts_of(non_members)), loss_m, loss_n,
+                          {"zlib": "log-perplexity / zlib bits of the text (Carlini et al. 2021 §5.1)"})
+    if method == "min-k":
+        tokens_m = token_log_probs(scorer, members, "target")
+        tokens_n = token_log_probs(scorer, non_members, "target")
+        detail["Min-K% Prob"] = (f"mean log-probability of the {DEFAULT_MIN_K_FRACTION:.0%} least likely tokens "
+                                 "(Shi et al. 2024 §3)")
+        return Statistics(method, why, min_k_statistic(tokens_m), min_k_statistic(tokens_n), loss_m, loss_n, detail)
     if method == "reference":
         ref_m = score_records(reference, members, "reference")
         ref_n = score_records(reference, non_members, "reference")
