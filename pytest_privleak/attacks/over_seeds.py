@@ -20,6 +20,17 @@ The result's ``value`` is that bound when there is a limit, else the mean; the
 mean, the worst seed and the share of seeds over the limit go into ``extra``,
 the per-seed figures into ``per_seed``. ``k = 1`` keeps the member's result
 as it is and says in its evidence that the figure is one draw.
+
+A limit at the end of a pooled rate's range (at most 0, at least 1, e.g.
+``assert_cea_accuracy_at_most(models, pin, 0.0)``) is one no confidence bound
+can ever meet: the Clopper-Pearson upper bound of ``0/n`` is
+``1 - (1 - confidence)^(1/n) > 0`` for every ``n``. Such a limit is judged on
+the observed counts instead (:func:`limit_at_range_end`): "no extraction"
+fails when any seed's attack succeeds in any trial (at least 1: when any
+trial of any seed fails), exactly what one draw's observed figure is judged
+on, over ``k`` times the trials. The message says that the bound cannot
+certify 0 and states the interval, so a pass reads as "none seen in n trials",
+not as a rate of 0.
 """
 from __future__ import annotations
 
@@ -53,6 +64,8 @@ class OverSeeds:
     lower: float
     upper: float
     method: str
+    #: ``(successes, trials)`` pooled over the seeds when the figure is a rate given as counts, else None.
+    counts: tuple[int, int] | None = None
 
 
 def t_summary(values: Sequence[float], confidence: float = DEFAULT_CONFIDENCE) -> OverSeeds:
@@ -84,7 +97,7 @@ def pooled_rate_summary(successes: Sequence[float], trials: Sequence[float],
     rates = tuple(float(s) / float(t) for s, t in zip(successes, trials))
     return OverSeeds(rates, hits / n, clopper_pearson(hits, n, confidence), clopper_pearson_lower(hits, n, confidence),
                      clopper_pearson_upper(hits, n, confidence),
-                     f"Clopper-Pearson, pooled over {len(rates)} seeds ({hits}/{n})")
+                     f"Clopper-Pearson, pooled over {len(rates)} seeds ({hits}/{n})", counts=(hits, n))
 
 
 def _counts(result: LeakResult) -> tuple[float, float] | None:
@@ -106,6 +119,37 @@ def summarise(members: Sequence[LeakResult], confidence: float) -> OverSeeds:
 
 def _violates(direction: str, value: float, threshold: float) -> bool:
     return value > threshold if direction == "at_most" else value < threshold
+
+
+def limit_at_range_end(summary: OverSeeds, direction: str, threshold: float | None) -> bool:
+    """A limit no one-sided bound of a pooled rate can meet: at most 0, or at least 1 (see the module doc)."""
+    if summary.counts is None or threshold is None:
+        return False
+    return threshold <= 0.0 if direction == "at_most" else threshold >= 1.0
+
+
+def _observed_verdict(summary: OverSeeds, direction: str, threshold: float, seeds: Sequence[int],
+                      confidence: float) -> str:
+    """The ``verdict on`` evidence of a limit at the end of a pooled rate's range, judged on the counts."""
+    hits, n = summary.counts
+    k = len(seeds)
+    if direction == "at_most":
+        bound, side, word, event = summary.upper, "upper", "certify 0", "succeeds"
+        offending = [s for s, v in zip(seeds, summary.values) if v > 0.0]
+        seen = f"{hits} of {n} trials over {k} seeds succeeded"
+    else:
+        bound, side, word, event = summary.lower, "lower", "certify 1", "misses"
+        offending = [s for s, v in zip(seeds, summary.values) if v < 1.0]
+        seen = f"{n - hits} of {n} trials over {k} seeds missed"
+    which = (f"seed{'s' if len(offending) > 1 else ''} {', '.join(str(s) for s in offending)}" if offending
+             else "no seed")
+    lo, hi = summary.interval
+    return (f"the observed counts, not a bound: the one-sided {confidence:.0%} {side} bound of a rate pooled over "
+            f"seeds can never {word} (here {_fmt(bound)}; no number of trials makes it {_fmt(threshold)}), so a "
+            f"limit of {_fmt(threshold)} fails when any seed's attack {event} in any trial; {seen} ({which}); "
+            f"{confidence:.0%} interval of the pooled rate {_fmt(lo)} .. {_fmt(hi)}"
+            + ("" if offending else f": none seen in {n} trials, which bounds the rate by {_fmt(bound)}, "
+                                    "not a rate of 0"))
 
 
 def _combined_target(members: Sequence[LeakResult], seeds: Sequence[int]) -> dict[str, Any]:
@@ -139,6 +183,7 @@ def aggregate(members: Sequence[LeakResult], seeds: Sequence[int]) -> LeakResult
                   else -summary.values[i])
     bound = summary.upper if direction == "at_most" else summary.lower
     side = "upper" if direction == "at_most" else "lower"
+    observed = limit_at_range_end(summary, direction, threshold)
     per_seed = ", ".join(f"seed {s}: {_fmt(v)}" for s, v in zip(seeds, summary.values))
     extra = {"mean": summary.mean, f"{side}_bound": bound, "worst_seed": float(seeds[worst_i]),
              "worst_figure": summary.values[worst_i], "seeds": float(len(members))}
@@ -147,15 +192,17 @@ def aggregate(members: Sequence[LeakResult], seeds: Sequence[int]) -> LeakResult
     if threshold is not None:
         over = sum(_violates(direction, v, threshold) for v in summary.values)
         extra["share_over_limit"] = over / len(members)
-        evidence["verdict on"] = (f"the one-sided {confidence:.0%} {side} bound over seeds ({_fmt(bound)}), not the "
-                                  f"mean: a pipeline that plausibly leaks fails; {over} of {len(members)} seeds "
-                                  f"{'violate' if over != 1 else 'violates'} the limit, the worst is seed "
+        evidence["verdict on"] = (_observed_verdict(summary, direction, threshold, seeds, confidence) if observed
+                                  else f"the one-sided {confidence:.0%} {side} bound over seeds ({_fmt(bound)}), "
+                                  f"not the mean: a pipeline that plausibly leaks fails; {over} of {len(members)} "
+                                  f"seeds {'violate' if over != 1 else 'violates'} the limit, the worst is seed "
                                   f"{seeds[worst_i]} ({_fmt(summary.values[worst_i])})")
     for key, value in first.extra.items():  # member extras as means over seeds, e.g. cea's HDT
         if key not in extra and all(key in r.extra for r in members):
             extra[f"{key}_mean"] = math.fsum(r.extra[key] for r in members) / len(members)
     evidence.update({f"seed {seeds[0]}: {k}": v for k, v in first.evidence.items() if k != INCONCLUSIVE})
-    combined = replace(first, value=bound if threshold is not None else summary.mean, interval=summary.interval,
+    judged = bound if threshold is not None and not observed else summary.mean
+    combined = replace(first, value=judged, interval=summary.interval,
                        confidence=confidence, evidence=evidence, extra=extra,
                        target={k: v for k, v in _combined_target(members, seeds).items()
                                if k not in (INCONCLUSIVE, "inconclusive_allowed")},
