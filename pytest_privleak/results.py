@@ -59,6 +59,9 @@ class LeakResult:
     target: dict[str, Any] = field(default_factory=dict)
     #: The figure of each training seed when measured over several (issue 26); empty for one draw.
     per_seed: tuple[float, ...] = ()
+    #: Points of a curve the report draws beside the figure, e.g. membership's ROC as
+    #: ``{"fpr": [...], "tpr": [...]}`` (issue 18); empty when there is none.
+    curve: dict[str, list[float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.direction not in ("at_most", "at_least"):

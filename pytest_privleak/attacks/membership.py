@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from .membership_figures import RocPoint, auc_from_statistics, auc_interval, delong_variance, tpr_at_fpr
+from .membership_figures import RocPoint, auc_from_statistics, auc_interval, delong_variance, roc_curve, tpr_at_fpr
 from .membership_methods import DistributionShiftWarning, resolve_references, statistics
 from .membership_records import as_utterances, redacted
 from .membership_rmia import DEFAULT_GAMMA
@@ -78,6 +78,7 @@ class MembershipMeasurement:
     shift: str | None = None
     exposed: tuple[tuple[str, float], ...] = ()        # (record or its redaction, shown score), most exposed first
     shown_name: str = "statistic"
+    roc: dict = field(default_factory=dict)             # {"fpr": [...], "tpr": [...]} for the report's chart
 
     def point(self, fpr: float) -> RocPoint:
         for p in self.points:
@@ -153,4 +154,5 @@ def membership_inference(scorer: Any, members: Sequence[Any], non_members: Seque
     return MembershipMeasurement(auc, interval, interval_method, confidence, len(members), len(non_members),
                                  stats.method == "reference", points, stats.member_losses, stats.non_member_losses,
                                  stats.method, stats.why, dict(stats.detail), stats.shift,
-                                 most_exposed(members, shown, stat_m, exposed, redact), stats.shown_name)
+                                 most_exposed(members, shown, stat_m, exposed, redact), stats.shown_name,
+                                 roc_curve(stat_m, stat_n))

@@ -81,3 +81,37 @@ def tpr_at_fpr(members: np.ndarray, non_members: np.ndarray, fpr: float, confide
     hits = int(np.sum(m > threshold))
     return RocPoint(fpr, True, hits / m.size, clopper_pearson(hits, m.size, confidence), false_pos / n.size,
                     threshold)
+
+
+def roc_curve(members: np.ndarray, non_members: np.ndarray, max_points: int = 64) -> dict[str, list[float]]:
+    """The ROC curve ``{"fpr": [...], "tpr": [...]}`` for a log-log chart (Carlini et al. 2022 §IV draw it so).
+
+    Every point is a threshold "member when the statistic is strictly above
+    ``t``", swept over the distinct non-member statistics from the highest
+    down (so each FPR is ``k / n0``, ``k = 0 .. n0``). At most ``max_points``
+    are kept, spaced evenly in ``log FPR`` from ``1 / n0`` to 1, plus the
+    points at FPR 0 and 1; the highest TPR at each kept FPR is the one drawn.
+    """
+    m = np.sort(np.asarray(members, dtype=np.float64))
+    n = np.sort(np.asarray(non_members, dtype=np.float64))[::-1]
+    n0 = n.size
+    if m.size == 0 or n0 == 0:
+        return {"fpr": [], "tpr": []}
+    ks = np.arange(n0 + 1)
+    # threshold for k false positives: the (k+1)-th highest non-member (k < n0), or -inf for k = n0
+    thresholds = np.concatenate([n, [-np.inf]])
+    fprs = (n0 - np.searchsorted(n[::-1], thresholds, side="right")) / n0
+    tprs = (m.size - np.searchsorted(m, thresholds, side="right")) / m.size
+    if n0 + 1 > max_points:
+        wanted = np.unique(np.round(np.geomspace(1, n0, max(2, max_points - 2))).astype(int))
+        keep = np.unique(np.concatenate([[0], wanted, [n0]]))
+        ks = ks[np.isin(ks, keep)]
+    kept_f, kept_t = [], []
+    for k in ks:
+        f = float(fprs[k])
+        if kept_f and math.isclose(kept_f[-1], f):
+            kept_t[-1] = max(kept_t[-1], float(tprs[k]))
+        else:
+            kept_f.append(f)
+            kept_t.append(float(tprs[k]))
+    return {"fpr": kept_f, "tpr": kept_t}
