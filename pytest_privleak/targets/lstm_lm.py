@@ -141,6 +141,23 @@ class LSTMLanguageModel(TrainedTarget):
         return torch.cat(out) / LN2
 
     @torch.no_grad()
+    def next_token_log_probs(self, ids: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor] | None = None
+                             ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """Log-probabilities ``[B, |V| + 1]`` of the next token after feeding ``ids [B, L]``, and the LSTM state.
+
+        ``state=None`` starts an utterance (``<s>`` is fed first); the last column is ``</s>``
+        (``net.boundary``). Tokens are read as :meth:`score` reads them (untrained ones as
+        ``<unk>``), so generating with these log-probabilities samples the scored model.
+        """
+        ids, known = ids.to(self.device), self._read_ids.shape[0]
+        ids = torch.where(ids < known, self._read_ids[ids.clamp(max=known - 1)], ids)   # </s> is read as itself
+        if state is None:
+            bos = torch.full((ids.shape[0], 1), self.net.boundary, dtype=torch.long, device=self.device)
+            ids = torch.cat([bos, ids], dim=1)
+        hidden, state = self.net.lstm(self.net.embedding(ids), state)
+        return torch.log_softmax(self.net.output(hidden[:, -1]).float(), dim=-1), state
+
+    @torch.no_grad()
     def score(self, utterances: Sequence) -> np.ndarray:
         """Log-perplexity in bits of each utterance (lower = more likely); unknown tokens -> ``<unk>``."""
         encoded = [self.vocab.token_ids(u.tokens) for u in utterances]
