@@ -1,0 +1,95 @@
+"""ε lower bound from ONE training run with m canaries (the audit's ``one-run`` method).
+
+Each canary was included with probability 1/2 (independently, before training); ``scores`` rank them
+(higher = more likely included).  For every candidate guess count the auditor guesses the top
+``k_plus`` IN and the bottom ``k_minus`` OUT (``guess_counts``), counts the correct guesses, and turns
+them into two bounds:
+
+- f-DP (Mahloujifar, Melis, Chaudhuri 2024, Sec. 4): the Gaussian trade-off curve, ε at δ of the
+  largest μ rejected (``fdp``).  The issue's default: tightest for DP-SGD, whose curve is close to
+  Gaussian.  ``fdp-eps-delta`` is the same analysis with the (ε, δ) curve, sound for any mechanism.
+- (ε, δ) of Steinke, Nasr, Jagielski 2023 (Sec. 3 and 5) (``steinke``).
+
+Validity of the choice of guess counts: every candidate is tested at (1 - confidence) / J (Bonferroni
+over the J candidates, named in ``threshold_rule``); one pair given in ``guess_counts`` (fixed before
+the run, e.g. from a pilot run) is tested at 1 - confidence.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import fdp, steinke
+from .guess_counts import count_correct, default_candidates
+from .inputs import check_confidence, check_delta, check_guess_counts, check_one_run_inputs
+
+METHODS = ("fdp", "fdp-eps-delta", "steinke")
+
+
+@dataclass(frozen=True)
+class OneRunBound:
+    """ε lower bounds from one run, with the guesses behind the reported one."""
+
+    epsilon_lcb: float            # the reported bound (of ``method``)
+    epsilon_lcb_fdp: float        # Mahloujifar et al. 2024, Gaussian trade-off curve, ε at δ
+    epsilon_lcb_steinke: float    # Steinke et al. 2023, (ε, δ)
+    method: str                   # "fdp", "fdp-eps-delta" or "steinke"
+    guesses: int
+    correct: int
+    k_plus: int
+    k_minus: int
+    guessed: tuple[int, ...]      # indices of the canaries guessed by the reported bound, correct ones first
+    confidence: float
+    delta: float
+    threshold_rule: str           # how k_plus / k_minus were chosen so that the bound stays valid
+    mu_lcb: float = 0.0           # the largest μ rejected by the f-DP bound (GDP)
+    epsilon_lcb_fdp_eps_delta: float = 0.0   # Mahloujifar et al.'s analysis with the (ε, δ) curve
+    canaries: int = 0             # m
+
+
+def audit_one_run(scores, included, *, delta: float, confidence: float = 0.95, method: str = "fdp",
+                  guess_counts=None) -> OneRunBound:
+    """One-run ε lower bound at ``confidence`` from canary ``scores`` and their ``included`` draw.
+
+    ``guess_counts``: None (default candidates, Bonferroni over them) or a list of ``(k_plus, k_minus)``
+    fixed before the run (Bonferroni over that list; none for a single pair).
+    """
+    scores, included = check_one_run_inputs(scores, included)
+    check_delta(delta)
+    check_confidence(confidence)
+    if method not in METHODS:
+        raise ValueError(f"method={method!r} is not a one-run bound; fix: pass one of {', '.join(METHODS)}")
+    m = len(scores)
+    given = guess_counts is not None
+    candidates = check_guess_counts(guess_counts, m) if given else default_candidates(m)
+    counts = count_correct(scores, included, candidates)
+    significance = (1.0 - confidence) / len(candidates)
+    guesses, correct = counts.guesses, counts.correct
+
+    mu = fdp.mu_lcb(m, guesses, correct, significance=significance)
+    eps_delta = fdp.epsilon_lcb_eps_delta(m, guesses, correct, significance=significance, delta=delta)
+    st = np.array([steinke.epsilon_lcb(m, int(g), int(c), significance=significance, delta=delta)
+                   for g, c in zip(guesses, correct)])
+    by_method = {"fdp": mu, "fdp-eps-delta": eps_delta, "steinke": st}
+    best = {name: int(np.argmax(values)) for name, values in by_method.items()}
+    j = best[method]
+    mu_best = float(mu[best["fdp"]])
+    eps = {"fdp": fdp.gdp_epsilon(mu_best, delta), "fdp-eps-delta": float(eps_delta[best["fdp-eps-delta"]]),
+           "steinke": float(st[best["steinke"]])}
+    return OneRunBound(
+        epsilon_lcb=eps[method], epsilon_lcb_fdp=eps["fdp"], epsilon_lcb_steinke=eps["steinke"], method=method,
+        guesses=int(guesses[j]), correct=int(correct[j]), k_plus=int(counts.k_plus[j]),
+        k_minus=int(counts.k_minus[j]), guessed=counts.guessed(j, included), confidence=confidence, delta=delta,
+        threshold_rule=_rule(candidates, given, confidence), mu_lcb=mu_best,
+        epsilon_lcb_fdp_eps_delta=eps["fdp-eps-delta"], canaries=m)
+
+
+def _rule(candidates, given: bool, confidence: float) -> str:
+    alpha = 1.0 - confidence
+    if len(candidates) == 1:
+        return (f"guess counts {candidates[0]} fixed before the run (given): no correction, "
+                f"significance {alpha:g}")
+    where = "given" if given else "default, fixed by m alone"
+    return (f"Bonferroni over {len(candidates)} candidate (k_plus, k_minus) ({where}): each tested at "
+            f"significance {alpha:g}/{len(candidates)} = {alpha / len(candidates):.3g}, the best kept")
