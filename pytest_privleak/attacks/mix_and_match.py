@@ -44,6 +44,13 @@ masked-LM head), so its "candidates needed" figure is not computed and
 
 Everything is batched: one Frankenstein forward per canary, and the
 candidate fills as ``[N, L]`` id tensors through the classifier in chunks.
+
+Threads: the attack only scores (forward passes, no training), so its figures
+do not depend on torch's thread count: on the sample project's tiny-BERT
+classifier the ranks of a said and a never-said canary were bitwise equal at
+1, 2, 4 and 8 threads (``.notes/issue24_threads_training_exp.py``), and the
+result cache keys them without the count (issue 24 item 6). The optional head
+re-fit (:func:`refit_head`) trains, with one thread by default.
 """
 from __future__ import annotations
 
@@ -110,7 +117,7 @@ def frankenstein(classifier: Any, generator: Any) -> Any:
 
 
 def refit_head(model: Any, tokenizer: Any, sentences: Any, *, epochs: int = 2, lr: float = 1e-3, seed: int = 0,
-               batch_size: int = 64) -> list[float]:
+               batch_size: int = 64, threads: int | None = 1) -> list[float]:
     """§4.3.1's option: fine-tune the Frankenstein ``model``'s generation head on public ``sentences``.
 
     "an adversary or auditor has the option to fine-tune the Frankenstein
@@ -118,10 +125,11 @@ def refit_head(model: Any, tokenizer: Any, sentences: Any, *, epochs: int = 2, l
     It is advisable to only fine-tune the generation head while freezing the
     base model": the (fine-tuned) encoder stays frozen, every head weight
     (transform, decoder, bias) learns BERT's masked-LM objective (15 %,
-    80/10/10) with AdamW; seeded. Returns the mean loss of each epoch.
+    80/10/10) with AdamW; seeded, with ``threads`` torch threads (default 1, as the targets train: the same
+    head whatever the caller's count; None keeps the caller's). Returns the mean loss of each epoch.
     """
     from ..targets.tiny_bert import mlm_epochs
-    from ..targets.training import seeded
+    from ..targets.training import seeded, torch_threads
 
     rows = [s.split() if isinstance(s, str) else list(s) for s in sentences]
     enc = tokenizer(rows, is_split_into_words=True, padding=True, truncation=True,
@@ -133,7 +141,7 @@ def refit_head(model: Any, tokenizer: Any, sentences: Any, *, epochs: int = 2, l
     for p in head:
         p.requires_grad_(True)
     device = next(model.parameters()).device
-    with seeded(seed, device):
+    with seeded(seed, device), torch_threads(threads):
         optimizer = torch.optim.AdamW(head, lr=lr, weight_decay=0.01)
         losses = mlm_epochs(model, optimizer, ids.to(device), attention.to(device), special.to(device),
                             len(tokenizer), epochs=epochs, batch_size=batch_size, mask_probability=0.15,

@@ -12,7 +12,7 @@ change a figure or its label (canary, attack config, seed, confidence,
 ``name``, ...), :func:`code_fingerprint` (the package version, a digest of
 the package's own source files, and the torch / numpy / scipy versions), so
 editing any attack code or upgrading torch recomputes everything, and, for an
-attack that trains or encodes inside, torch's thread count (an xdist worker runs
+attack whose figures may depend on it, torch's thread count (an xdist worker runs
 with its share of the cores; see :data:`THREAD_FREE_ATTACKS`).
 
 **Which models.** Only a model that carries :data:`CONTENT_HASH_ATTR`, a
@@ -219,12 +219,17 @@ def _plain(obj: Any) -> Any:
     return obj
 
 
-#: Attacks whose figures are ranks and rates of scores, with nothing trained inside the attack: keyed
-#: without torch's thread count, so a warm run under any ``-n`` loads them (issue 24 item 6). Measured:
-#: exposure and exhaustive CEA ranks and scores of a joint BiLSTM-CRF are bitwise equal with 1 and 2
-#: threads (tests/test_result_cache_threads.py). An attack that trains or encodes inside (keyword
-#: inference, embedding inversion, Mix And Match's refit, CEA's gradient search) keeps the count.
-THREAD_FREE_ATTACKS = frozenset({"exposure", "d-exposure", "ldp", "membership"})
+#: Attacks whose figures do not depend on torch's thread count: keyed without it, so a warm run under any
+#: ``-n`` loads them (issue 24 item 6). Scoring attacks (ranks and rates of scores, nothing trained
+#: inside): exposure and exhaustive CEA ranks and scores of a joint BiLSTM-CRF are bitwise equal with 1
+#: and 2 threads (tests/test_result_cache_threads.py); Mix And Match only scores too. Keyword inference
+#: trains its attack models with one thread whatever the caller's count
+#: (:data:`pytest_privleak.embeddings.keywords.TRAINING_THREADS`) and encodes at the caller's: its
+#: results and Mix And Match's were bitwise equal at 1, 2, 4 and 8 threads on the sample project's calls
+#: (tests/test_thread_free_training_attacks.py checks 1 and 2). Embedding inversion and CEA's gradient
+#: search train at the caller's count and keep it in their key.
+THREAD_FREE_ATTACKS = frozenset({"exposure", "d-exposure", "ldp", "membership", "keyword-inference",
+                                 "mix-and-match"})
 
 
 def result_key(attack: str, models: Sequence[Any], inputs: dict[str, Any], *,

@@ -39,6 +39,15 @@ Clopper-Pearson interval; the AUC of the keyword score beside it. For the DANN,
 whose accuracy "dynamically change[s] over time" (§VI-D), the accuracy after
 each of the epochs is kept too: the paper's average and worst-case (best
 epoch, chosen with the labels) figures are reported beside the final model's.
+
+Threads: the attack models train with one torch thread whatever the caller's
+count (:data:`TRAINING_THREADS`), so that the figures do not depend on how many
+cores an xdist worker gets and the result cache can key them without the count
+(issue 24 item 6). The models are tiny, so one thread costs nothing: on the
+sample project's MiniLM call (2 shared cores), the whole attack took 5.9 and
+4.8 s with one thread, 13.3 and 20.4 s with two (two runs). The encoder's forward passes run at the
+caller's count; their embeddings were bitwise equal at 1, 2, 4 and 8 threads
+(``.notes/issue24_threads_training_exp.py``).
 """
 from __future__ import annotations
 
@@ -52,12 +61,14 @@ from torch import nn
 
 from ..finite import require_finite
 from ..stats import clopper_pearson
+from ..targets.training import torch_threads
 from .training import encode
 from .words import has_word, substitution_twins, vocabulary
 
 SVM_LIMIT = 1000   # §VI-B: "empirically over 10^3 samples" the MLP replaces the SVM
 BATCH = 64         # §VI-C: "The batch size is set as 64"
 ANCHOR = "salad"   # §VI-C: the public sentences all hold "salad"
+TRAINING_THREADS = 1   # the attack models train with this many torch threads, whatever the caller's count
 
 
 def check_keywords(keywords: Any) -> tuple[str, ...]:
@@ -237,13 +248,14 @@ def infer_keywords(encoder: Any, keywords: Any, *, victims: Sequence[str], shado
                          with_victims=setting == "black-box")      # [K, N, d], [K, V, d]
     y = torch.as_tensor(np.stack(labels))                           # [K, N]
     epoch_scores: list[np.ndarray] = []
-    if kind == "svm":
-        scores = _svm(x, y, xv, epochs, seed)
-    elif kind == "mlp":
-        scores = _mlp(x, y, xv, epochs, seed)
-    else:
-        epoch_scores = _dann(x, y, xv, tests, epochs, seed)
-        scores = epoch_scores[-1]
+    with torch_threads(TRAINING_THREADS):     # figures independent of the worker's thread count (module docstring)
+        if kind == "svm":
+            scores = _svm(x, y, xv, epochs, seed)
+        elif kind == "mlp":
+            scores = _mlp(x, y, xv, epochs, seed)
+        else:
+            epoch_scores = _dann(x, y, xv, tests, epochs, seed)
+            scores = epoch_scores[-1]
     require_finite(np.stack(epoch_scores) if epoch_scores else scores, what=f"the {kind} keyword attack's scores",
                    fix="check the embeddings for extreme values")
     m = _measure(setting, kind, keywords, victims, scores, tests, confidence, len(labels[0]))
