@@ -243,14 +243,25 @@ def _keyed(found: Sequence[LeakResult]) -> dict[tuple[str, str, int], LeakResult
     return out
 
 
+def _pick(value: Any, index: int) -> Any:
+    """``value`` with each :class:`SeedModels` (itself, or an item of a list or tuple) replaced by member ``index``."""
+    if isinstance(value, SeedModels):
+        return value[index]
+    if isinstance(value, (list, tuple)) and any(isinstance(v, SeedModels) for v in value):
+        return type(value)(v[index] if isinstance(v, SeedModels) else v for v in value)
+    return value
+
+
 def _member_args(args: tuple, kwargs: dict, index: int) -> tuple[tuple, dict]:
-    pick = lambda v: v[index] if isinstance(v, SeedModels) else v  # noqa: E731
-    return tuple(pick(a) for a in args), {k: pick(v) for k, v in kwargs.items()}
+    return tuple(_pick(a, index) for a in args), {k: _pick(v, index) for k, v in kwargs.items()}
 
 
 def seed_sets(args: tuple, kwargs: dict) -> list:
-    """The :class:`SeedModels` among a call's arguments (several must have the same seeds)."""
-    found = [v for v in (*args, *kwargs.values()) if isinstance(v, SeedModels)]
+    """The :class:`SeedModels` among a call's arguments, also as items of a list or tuple argument (the
+    paper's one model per canary, ``[m1, m2, m3]``); several must have the same seeds."""
+    values = [v for v in (*args, *kwargs.values())]
+    values += [item for v in values if isinstance(v, (list, tuple)) for item in v]
+    found = [v for v in values if isinstance(v, SeedModels)]
     for other in found[1:]:
         if other.seeds != found[0].seeds:
             raise ValueError(f"the models over seeds passed together must share their seeds: {found[0]!r} and "

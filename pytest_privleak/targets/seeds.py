@@ -23,12 +23,16 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-__all__ = ["SeedModels", "SeedIgnoredWarning", "check_seed_count", "train_over_seeds", "train_target_seeds",
-           "train_own_model_seeds"]
+__all__ = ["SeedModels", "SeedIgnoredWarning", "OneDrawWarning", "check_seed_count", "train_over_seeds",
+           "train_target_seeds", "train_own_model_seeds"]
 
 
 class SeedIgnoredWarning(UserWarning):
     """The ``k`` models trained with different seeds are identical: the training function ignores its seed."""
+
+
+class OneDrawWarning(UserWarning):
+    """A :class:`SeedModels` was used as one model: the first seed's model answered, so what it gave is one draw."""
 
 
 def check_seed_count(seeds: Any, what: str = "seeds") -> int:
@@ -46,6 +50,14 @@ class SeedModels(Sequence):
     A read-only sequence (not a list or tuple, so no attack mistakes it for an
     ensemble of targets); ``seeds`` holds the training seed of each member and
     ``name`` what trained them (named in messages and warnings).
+
+    With ``--privleak-seeds k > 1`` every ``train_target`` returns one, so code
+    written for one model keeps working: a public attribute it does not have
+    (``model.predict``, ``model.labels``, ``model.describe()``) is the first
+    seed's model's, with an :class:`OneDrawWarning` once per object saying that
+    what it gives is one draw. Calling it calls the first seed's model the same
+    way. The ``assert_*`` / ``measure_*`` helpers of ``pytest_privleak`` judge
+    every member instead; ``models[i]`` and iteration give the members.
     """
 
     def __init__(self, models: Sequence[Any], seeds: Sequence[int], name: str = "") -> None:
@@ -69,6 +81,27 @@ class SeedModels(Sequence):
 
     def __repr__(self) -> str:
         return f"SeedModels({self.name or 'targets'}, seeds={list(self.seeds)})"
+
+    def _as_one(self, what: str) -> Any:
+        """The first seed's model, warning once that it stands for all ``k``."""
+        if len(self._models) > 1 and not self.__dict__.get("_warned"):
+            self.__dict__["_warned"] = True
+            warnings.warn(OneDrawWarning(
+                f"{self!r} used as one model ({what}): the model of training seed {self.seeds[0]} answered, so what "
+                f"it gives is one draw of {len(self._models)}; the pytest_privleak assert_*/measure_* helpers judge "
+                "every seed: pass the SeedModels to them, or take one model with models[i] (or train one with "
+                "seeds=1)"), stacklevel=3)
+        return self._models[0]
+
+    def __getattr__(self, name: str) -> Any:
+        # only names the object lacks reach here; private and special names are never forwarded, so
+        # protocol checks, copy and numpy see a sequence, not the first model
+        if name.startswith("_"):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return getattr(self._as_one(f"attribute {name!r}"), name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._as_one("called")(*args, **kwargs)
 
 
 def _weights_digest(model: Any) -> str | None:
