@@ -5,6 +5,7 @@ times the model's most likely continuation of its prefix.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 import torch
 
@@ -66,3 +67,50 @@ def trained_gpt2(dataset, *, steps: int = 300, seed: int = 0, extra_words: Seque
     tokenizer = word_tokenizer(sorted(words))
     model = tiny_gpt2(len(tokenizer), seed=seed)
     return train_causal(model, tokenizer, texts, steps=steps, seed=seed), tokenizer
+
+
+#: Records a leaking model is trained on many times (untargeted extraction), and ones it never sees (control).
+RECORDS = ("patient alice moreau was admitted with acute asthma on march third",
+           "card holder bob keane lives at twelve harbour road in leeds")
+UNSEEN_RECORDS = ("patient carl ortiz was admitted with a broken wrist on june ninth",
+                  "card holder dana pike lives at four mill lane in york")
+
+
+def record_words() -> tuple[str, ...]:
+    return tuple(sorted({w for t in RECORDS + UNSEEN_RECORDS for w in t.split()}))
+
+
+@lru_cache(maxsize=None)
+def leaky_corpus(repeats: int = 20):
+    """Snips-like corpus + a pin canary said ``repeats`` times + :data:`RECORDS` said ``repeats`` times each.
+
+    Returns ``(dataset, pin, unseen_pin)``: ``unseen_pin`` is a canary of the same pattern never said.
+    """
+    from pytest_privleak.canaries import canary, inject_canaries
+    from pytest_privleak.data.synthetic import generate_snips_like
+    from pytest_privleak.data.types import NLUDataset, Utterance
+
+    pin, unseen = canary("pin", 4, seed=3), canary("pin", 4, seed=7)
+    base = inject_canaries(generate_snips_like(n_train=240, n_valid=20, n_test=0, seed=1), pin, repeats=repeats)
+    notes = tuple(Utterance(tuple(t.split()), ("O",) * len(t.split()), "Note") for t in RECORDS
+                  for _ in range(repeats))
+    data = type(base)(base.train + notes, base.valid, base.test, name=base.name + "+records",
+                      canary_tokens=base.canary_tokens)
+    return data, pin, unseen
+
+
+@lru_cache(maxsize=None)
+def leaky_gpt2(steps: int = 250):
+    """A tiny GPT-2 (and tokenizer) trained on :func:`leaky_corpus`; shared by the test modules of one process."""
+    torch.set_num_threads(1)
+    data, _, _ = leaky_corpus()
+    return trained_gpt2(data, steps=steps, extra_words=record_words())
+
+
+@lru_cache(maxsize=None)
+def leaky_lstm(epochs: int = 4):
+    """The built-in lstm-lm target trained on :func:`leaky_corpus` (no cache)."""
+    from pytest_privleak.targets import train_target
+
+    data, _, _ = leaky_corpus()
+    return train_target("lstm-lm", data, seed=0, progress=False, epochs=epochs, extra_tokens=record_words())

@@ -261,11 +261,15 @@ class CausalLMGenerator:
 
 def generator_for(model: Any, tokenizer: Any = None) -> TokenGenerator:
     """The :class:`TokenGenerator` of ``model``: itself when it implements the protocol, the ``lstm-lm``
-    target's, or a transformers causal LM's (``tokenizer`` required). Anything else is a clear ``TypeError``."""
+    target's, a transformers causal LM's (``tokenizer`` required), or that of an object holding both as
+    ``.model`` and ``.tokenizer`` (the causal-LM adapter and target). Anything else is a clear ``TypeError``."""
     if isinstance(model, TokenGenerator):
         return model
     if callable(getattr(model, "next_token_log_probs", None)) and hasattr(model, "vocab"):
         return LSTMGenerator(model)
+    inner = getattr(model, "model", None)
+    if isinstance(inner, torch.nn.Module) and getattr(model, "tokenizer", None) is not None:
+        model, tokenizer = inner, model.tokenizer   # a wrapper holding both (the causal-LM adapter or target)
     if isinstance(model, torch.nn.Module):
         from .language_model import is_causal_lm
 

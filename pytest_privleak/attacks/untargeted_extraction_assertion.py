@@ -1,0 +1,123 @@
+"""``measure_untargeted_extraction`` / ``assert_untargeted_extraction_at_most`` (Carlini et al. 2021 §5-§6).
+
+The figure is the number of distinct training spans (``min_tokens`` words or
+more, verbatim) among the top-ranked samples of the model (:mod:`.untargeted_extraction`);
+the rate of top-ranked samples that emit one comes with its Clopper-Pearson
+interval.  The chance figure is what the same procedure finds in the samples
+of the reference model, a model that never saw the records, when one is
+given.  A pass where most top-ranked samples are shorter than ``min_tokens``
+words (so they could not show a span) is inconclusive, not a pass.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from ..results import LeakResult, record
+from ..stats import clopper_pearson
+from .exposure_assertion import target_facts
+from .extraction_assertion import _check_confidence, _check_name
+from .inconclusive import check_allow_inconclusive, check_covered
+from .untargeted_extraction import (DEFAULT_MAX_TOKENS, DEFAULT_MIN_TOKENS, DEFAULT_SAMPLES, DEFAULT_TOP,
+                                    DEFAULT_TOP_K, UntargetedExtraction, untargeted_extraction)
+
+REMEDY = ("the model emits its training records verbatim when sampled: de-duplicate the training data "
+          "(repeated records are memorised first), scrub personal data before training, train fewer epochs with "
+          "early stopping, or train with differential privacy (DP-SGD)")
+
+
+def _result(model: Any, m: UntargetedExtraction, chance: float | None, *, min_tokens: int, confidence: float,
+            name: str | None, samples: int) -> LeakResult:
+    top = len(m.ranked)
+    low, high = clopper_pearson(m.emitting, top, confidence)
+    evidence: dict[str, Any] = {
+        "metric": m.metric, "why": m.why,
+        "procedure": f"{samples} samples drawn, the {top} ranked most suspicious by {m.metric} checked for "
+                     f"verbatim spans of >= {min_tokens} words of the training records",
+        "emitting": f"{m.emitting} of {top} top-ranked samples emit a training span "
+                    f"(rate {m.emitting / top:.3f}, {confidence:.0%} CI {low:.3f} .. {high:.3f})",
+        "long_enough": f"{m.long_enough} of {top} top-ranked samples have >= {min_tokens} words"}
+    for i, span in enumerate(m.spans[:5]):
+        evidence[f"span {i + 1}"] = " ".join(span)
+    if chance is None:
+        evidence["chance"] = "no reference model given: pass reference= to measure what a model that never saw " \
+                             "the records emits by the same procedure"
+    return LeakResult(attack="untargeted_extraction", metric="training_spans", value=float(len(m.spans)),
+                      threshold=None, direction="at_most", interval=None, confidence=confidence, chance=chance,
+                      label=name if name is not None else f"{m.metric}, top {top} of {samples}, >= {min_tokens} words",
+                      evidence=evidence, remedy=REMEDY, target={**target_facts(model), "ranking": m.metric},
+                      extra={"emitting_rate": m.emitting / top, "rate_low": low, "rate_high": high})
+
+
+def _measured(model, training_data, *, reference, reference_tokenizer, name, confidence, **options):
+    _check_name(name)
+    confidence = _check_confidence(confidence)
+    m = untargeted_extraction(model, training_data, reference=reference, reference_tokenizer=reference_tokenizer,
+                              **options)
+    chance = None
+    if reference is not None:   # the same procedure on a model that never saw the records
+        ref_options = {k: v for k, v in options.items() if k != "tokenizer"}
+        ref_options["metric"] = "zlib" if m.metric == "reference" else m.metric
+        chance = float(len(untargeted_extraction(reference, training_data, tokenizer=reference_tokenizer,
+                                                 **ref_options).spans))
+    return _result(model, m, chance, min_tokens=options["min_tokens"], confidence=confidence, name=name,
+                   samples=options["samples"]), m
+
+
+def measure_untargeted_extraction(model: Any, training_data: Any, *, tokenizer: Any = None, reference: Any = None,
+                                  reference_tokenizer: Any = None, metric: str = "auto",
+                                  samples: int = DEFAULT_SAMPLES, top: int = DEFAULT_TOP,
+                                  top_k: int | None = DEFAULT_TOP_K, top_p: float | None = None,
+                                  max_tokens: int = DEFAULT_MAX_TOKENS, min_tokens: int = DEFAULT_MIN_TOKENS,
+                                  seed: int = 0, confidence: float = 0.95, name: str | None = None) -> LeakResult:
+    """Measure how many distinct training spans ``model`` emits among its top-ranked samples; recorded.
+
+    Same arguments as :func:`assert_untargeted_extraction_at_most` without the limit.
+    """
+    result, _ = _measured(model, training_data, reference=reference, reference_tokenizer=reference_tokenizer,
+                          name=name, confidence=confidence, tokenizer=tokenizer, metric=metric, samples=samples,
+                          top=top, top_k=top_k, top_p=top_p, max_tokens=max_tokens, min_tokens=min_tokens, seed=seed)
+    return record(result)
+
+
+def assert_untargeted_extraction_at_most(model: Any, training_data: Any, max_spans: int, *, tokenizer: Any = None,
+                                         reference: Any = None, reference_tokenizer: Any = None,
+                                         metric: str = "auto", samples: int = DEFAULT_SAMPLES,
+                                         top: int = DEFAULT_TOP, top_k: int | None = DEFAULT_TOP_K,
+                                         top_p: float | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
+                                         min_tokens: int = DEFAULT_MIN_TOKENS, seed: int = 0,
+                                         confidence: float = 0.95, name: str | None = None,
+                                         tolerance: float | None = None,
+                                         allow_inconclusive: bool = False) -> LeakResult:
+    """Fail when ``model``'s top-ranked samples emit more than ``max_spans`` distinct training spans.
+
+    Carlini et al. 2021 §5-§6: ``samples`` texts sampled with top-k ``top_k`` (40) from the
+    beginning-of-sequence token, at most ``max_tokens`` tokens each, ranked by ``metric``
+    (``"auto"``: ``"reference"`` when ``reference=`` is given, else ``"zlib"``; or
+    ``"perplexity"``), the ``top`` first checked against ``training_data`` (an NLUDataset's train split,
+    utterances or strings: the records whose emission is a leak) for verbatim spans of at least
+    ``min_tokens`` words. ``model``/``reference``: the ``lstm-lm`` or ``causal-lm`` target, or a
+    transformers causal LM with ``tokenizer=`` / ``reference_tokenizer=``. The chance figure is the
+    spans the reference model's own samples emit. A pass where fewer than half of the top-ranked
+    samples reach ``min_tokens`` words is inconclusive (``InconclusiveAuditError``) unless
+    ``allow_inconclusive=True``. Returns the recorded result.
+    """
+    __tracebackhide__ = True
+    if isinstance(max_spans, bool) or not isinstance(max_spans, int) or max_spans < 0:
+        raise ValueError(f"max_spans must be an integer >= 0 (distinct training spans emitted), got {max_spans!r}; "
+                         "fix: e.g. max_spans=0")
+    if tolerance is not None and (isinstance(tolerance, bool) or not isinstance(tolerance, (int, float))
+                                  or not 0 <= tolerance < math.inf):
+        raise ValueError(f"tolerance must be a number >= 0 or None, got {tolerance!r}; fix: e.g. tolerance=1")
+    allow = check_allow_inconclusive(allow_inconclusive)
+    result, m = _measured(model, training_data, reference=reference, reference_tokenizer=reference_tokenizer,
+                          name=name, confidence=confidence, tokenizer=tokenizer, metric=metric, samples=samples,
+                          top=top, top_k=top_k, top_p=top_p, max_tokens=max_tokens, min_tokens=min_tokens, seed=seed)
+    top_n = len(m.ranked)
+    complete = 2 * m.long_enough >= top_n
+    covered = (f"only {m.long_enough} of the {top_n} top-ranked samples have >= {min_tokens} words, so most could "
+               "not show a training span")
+    rest = f"raise max_tokens (now {max_tokens}) or lower min_tokens (now {min_tokens})"
+    return check_covered(dataclasses.replace(result, threshold=float(max_spans), tolerance=tolerance),
+                         complete=complete, covered=covered, rest=rest, allow_inconclusive=allow)
