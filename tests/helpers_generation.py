@@ -88,7 +88,7 @@ def leaky_corpus(repeats: int = 20):
     """
     from pytest_privleak.canaries import canary, inject_canaries
     from pytest_privleak.data.synthetic import generate_snips_like
-    from pytest_privleak.data.types import NLUDataset, Utterance
+    from pytest_privleak.data.types import Utterance
 
     pin, unseen = canary("pin", 4, seed=3), canary("pin", 4, seed=7)
     base = inject_canaries(generate_snips_like(n_train=240, n_valid=20, n_test=0, seed=1), pin, repeats=repeats)
