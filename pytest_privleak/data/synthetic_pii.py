@@ -54,6 +54,7 @@ _BACKGROUND = (("Complaint", "my order arrived damaged"), ("Complaint", "the app
                ("Delivery", "the tracking page shows no update"), ("Complaint", "the support chat keeps closing"),
                ("Account", "how do i change my password"), ("Billing", "can i get a refund for the late order"))
 _ONE_NAME = (("Complaint", "i spoke to agent {} yesterday"), ("Account", "is mr {} still handling my case"))
+_ONE_STREET = ("Delivery", "is there a depot on {}")
 _ONSETS = ("b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "dr", "kr", "tr", "sh", "th")
 _VOWELS = ("a", "e", "i", "o", "u", "ai", "ea", "io")
 _FIRST_ENDS = ("", "n", "l", "ra", "na", "th")
@@ -185,7 +186,7 @@ def generate_pii_corpus(seed: int = 0, *, repeats: Sequence[int] = PAPER_STYLE_R
     if digits not in ("spaced", "compact"):
         raise ValueError(f"digits must be 'spaced' or 'compact', got {digits!r}")
     rng = random.Random(f"synthetic_pii:{seed}")
-    taken = {w for _, t in (*_BACKGROUND, *_ONE_NAME, *(x for v in _TEMPLATES.values() for x in v))
+    taken = {w for _, t in (*_BACKGROUND, *_ONE_NAME, _ONE_STREET, *(x for v in _TEMPLATES.values() for x in v))
              for w in t.split()}
     firsts = _pool(rng, pool_size, (2,), _FIRST_ENDS, taken)
     lasts = _pool(rng, pool_size, (2,), _LAST_ENDS, taken)
@@ -199,9 +200,10 @@ def generate_pii_corpus(seed: int = 0, *, repeats: Sequence[int] = PAPER_STYLE_R
                 item = maker.draw(kind)
                 planted.append(PlantedPii(kind, item, r))
                 train += [_ticket(rng.choice(_TEMPLATES[kind]), item, kind) for _ in range(r)]
-    # every pool name once on its own (not a "first last" pair), so a word-level model can spell all candidates
+    # every pool name and street once on its own (no PII), so a word-level model can spell every candidate
     train += [_ticket(_ONE_NAME[0], name, None) for name in firsts]
     train += [_ticket(_ONE_NAME[1], name, None) for name in lasts]
+    train += [_ticket(_ONE_STREET, street, None) for street in streets]
     train += [_ticket(rng.choice(_BACKGROUND), "", None) for _ in range(n_background)]
     rng.shuffle(train)
     valid = []
