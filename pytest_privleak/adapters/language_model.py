@@ -4,7 +4,10 @@
   ``-sum_t log2 Pr(x_t | x_<t)`` over its pieces, the Secret Sharer's
   measure (quoted as eq. 1 of d-exposure-discriminative §2). When the
   tokenizer adds no beginning-of-sequence token and one is known, it is put
-  in front so that the first piece is scored too.
+  in front so that the first piece is scored too. Sentences that share a
+  prefix (a canary space) are scored with the prefix computed once and its
+  key/value cache expanded over batches of candidates
+  (``score_with_shared_prefix``, :mod:`.causal_prefix`).
 - Masked LM: the pseudo-log-likelihood (Salazar et al., "Masked Language
   Model Scoring", 2020), ``-sum_t log2 Pr(x_t | x_\\t)`` with ``x_t`` masked, one
   copy of the utterance per scored piece; special tokens are never masked.
@@ -27,6 +30,7 @@ import numpy as np
 import torch
 
 from ..finite import require_finite
+from .causal_prefix import make_plan, shared_prefix_bits, token_logp
 
 LN2 = math.log(2.0)
 _FIX_NAN = ("check the model's weights for NaN/inf (a diverged fine-tune), or load it in float32 or bfloat16 "
@@ -101,44 +105,123 @@ class _LMScorer:
         return values
 
 
+def bos_id_of(model: Any, tokenizer: Any) -> int | None:
+    """The beginning-of-sequence id put in front of a sentence: the tokenizer's, else the model config's."""
+    bos = getattr(tokenizer, "bos_token_id", None)
+    if bos is None and model is not None:
+        bos = getattr(model.config, "bos_token_id", None)
+    return bos
+
+
 class CausalLMScorer(_LMScorer):
-    """Log-perplexity in bits of each utterance under a causal LM (lower = more likely)."""
+    """Log-perplexity in bits of each utterance under a causal LM (lower = more likely).
+
+    :meth:`score_with_shared_prefix` scores a whole space of candidates that
+    share a prefix (exposure) with the prefix through the model once
+    (:mod:`.causal_prefix`); it returns what :meth:`score` returns for the
+    same sentences, within float32 rounding.
+    """
 
     kind = "transformers-causal-lm"
 
     def __init__(self, model: Any, tokenizer: Any, *, batch_size: int = 64) -> None:
         super().__init__(model, tokenizer, batch_size=batch_size)
-        bos = tokenizer.bos_token_id
-        if bos is None:
-            bos = getattr(model.config, "bos_token_id", None)
         #: put in front of utterances that do not start with it, so their first piece is scored
-        self.bos_id: int | None = bos
+        self.bos_id: int | None = bos_id_of(model, tokenizer)
+        self._plans: dict[tuple, Any] = {}
+
+    def _ids(self, texts: list[str]) -> list[list[int]]:
+        """Pieces of each text as scored: the tokenizer's (with its special tokens), ``bos`` in front."""
+        rows = self.tokenizer(texts, add_special_tokens=True)["input_ids"]
+        bos = self.bos_id
+        if bos is None:
+            return [list(r) for r in rows]
+        return [list(r) if r and r[0] == bos else [bos, *r] for r in rows]
 
     def _rows(self, utterances: Sequence[Any]) -> list[list[int]]:
-        rows = self._encode(utterances)
-        if self.bos_id is not None:
-            rows = [r if r and r[0] == self.bos_id else [self.bos_id] + r for r in rows]
+        rows = self._ids(_texts(utterances))
         for i, r in enumerate(rows):
             if len(r) < 2:
                 raise ValueError(f"utterances[{i}] has no piece to score after the first one (the model has no "
                                  "beginning-of-sequence token to condition on); fix: set tokenizer.bos_token")
         return rows
 
+    def _bits(self, ids: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        """``-sum_t log2 Pr(x_t | x_<t)`` of rows ``ids`` (``mask``: None when no row is padded)."""
+        # use_cache=False: one scoring pass needs no key/value cache for later generation;
+        # no attention mask when nothing is padded, so the model takes its plain causal path
+        logits = self.model(input_ids=ids, attention_mask=mask, use_cache=False).logits[:, :-1]
+        logp = self._check(token_logp(logits, ids[:, 1:]))
+        if mask is not None:
+            logp = logp.masked_fill(mask[:, 1:] == 0, 0.0)
+        return -logp.sum(dim=1) / LN2
+
     @torch.no_grad()
     def score(self, utterances: Sequence[Any]) -> np.ndarray:
         """``-sum_t log2 Pr(x_t | x_<t)`` per utterance, float64 ``[N]``."""
-        rows = self._rows(utterances)
+        return self._score_rows(self._rows(utterances))
+
+    def _score_rows(self, rows: list[list[int]]) -> np.ndarray:
         out = np.empty(len(rows), dtype=np.float64)
-        order = np.argsort([len(r) for r in rows], kind="stable")
+        lengths = np.array([len(r) for r in rows])
+        order = np.argsort(lengths, kind="stable")
         for start in range(0, len(order), self.batch_size):
             chunk = order[start:start + self.batch_size]
-            ids, mask = self._padded([rows[i] for i in chunk])
-            # use_cache=False: one scoring pass needs no key/value cache for later generation
-            logits = self.model(input_ids=ids, attention_mask=mask, use_cache=False).logits[:, :-1].float()
-            logp = torch.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
-            logp = self._check(logp.masked_fill(mask[:, 1:] == 0, 0.0))
-            out[chunk] = (-logp.sum(dim=1) / LN2).double().cpu().numpy()
+            if lengths[chunk[0]] == lengths[chunk[-1]]:      # one length (sorted): no padding, no mask
+                ids = torch.tensor([rows[i] for i in chunk], dtype=torch.long, device=self.device)
+                bits = self._bits(ids, None)
+            else:
+                bits = self._bits(*self._padded([rows[i] for i in chunk]))
+            out[chunk] = bits.double().cpu().numpy()
         return out
+
+    def unknown_words(self, words: Sequence[str]) -> list[str]:
+        """The ``words`` (distinct, in order) that the tokenizer spells with its unknown token, or with nothing."""
+        words = list(dict.fromkeys(words))
+        if not words:
+            return []
+        unk = self.tokenizer.unk_token_id
+        rows = self.tokenizer(words, add_special_tokens=False)["input_ids"]
+        return [w for w, r in zip(words, rows) if not r or (unk is not None and unk in r)]
+
+    @torch.no_grad()
+    def score_with_shared_prefix(self, prefix: Sequence[str], vocabulary: Sequence[str], choices) -> np.ndarray:
+        """``score`` of the sentences ``prefix + [vocabulary[c] for c in row]``, one per row of ``choices [B, n]``.
+
+        The prefix goes through the model once and its key/value cache is
+        expanded over batches of candidates (:func:`.causal_prefix.shared_prefix_bits`);
+        when the tokenizer's pieces of a word depend on more than the prefix
+        before it, the sentences are scored the plain way. Words the tokenizer
+        reads as unknown are refused (every candidate with one would score as
+        the same other sentence).
+        """
+        prefix, vocabulary = tuple(prefix), tuple(vocabulary)
+        choices = torch.as_tensor(np.asarray(choices), dtype=torch.long)
+        if choices.dim() != 2 or choices.shape[1] < 1:
+            raise ValueError(f"choices must be [B, n] indices into vocabulary, got shape {list(choices.shape)}; "
+                             "fix: one row of word indices per candidate")
+        if len(vocabulary) < 1 or (choices.numel() and not 0 <= int(choices.min()) <= int(choices.max())
+                                   < len(vocabulary)):
+            raise ValueError(f"choices hold indices outside vocabulary (|vocabulary| = {len(vocabulary)}); fix: "
+                             f"indices in 0 .. {len(vocabulary) - 1}")
+        unknown = self.unknown_words((*prefix, *vocabulary))
+        if unknown:
+            raise ValueError(f"{len(unknown)} word(s) of the prefix or vocabulary become the unknown token "
+                             f"{self.tokenizer.unk_token!r} of {type(self.tokenizer).__name__} (e.g. {unknown[:5]}), "
+                             "so their sentences would score as other sentences; fix: use words the tokenizer "
+                             "spells, or add them to its vocabulary before training")
+        if choices.shape[0] == 0:
+            return np.empty(0, dtype=np.float64)
+        key = (prefix, vocabulary, choices.shape[1])
+        if key not in self._plans:
+            if len(self._plans) > 16:
+                self._plans.clear()
+            self._plans[key] = make_plan(self._ids, prefix, vocabulary, choices.shape[1])
+        plan = self._plans[key]
+        if plan is None:
+            texts = [" ".join((*prefix, *(vocabulary[i] for i in row))) for row in choices.tolist()]
+            return self._score_rows(self._ids(texts))
+        return shared_prefix_bits(self.model, plan, choices, self._check).cpu().numpy()
 
 
 class MaskedLMScorer(_LMScorer):

@@ -117,6 +117,12 @@ def space_digits(numbers, base: int, length: int):
 
 SecretScorer = Callable[[Any], np.ndarray]
 
+#: Optional method of a sequence scorer: ``score_with_shared_prefix(prefix: Sequence[str], vocabulary:
+#: Sequence[str], choices: int array [B, n]) -> float array [B]``, the same scores ``score`` gives the
+#: sentences ``prefix + tuple(vocabulary[c] for c in row)``. A scorer that has it is handed a canary space
+#: batch by batch as indices, so it can run the shared prefix once (a causal LM's key/value cache).
+SHARED_PREFIX_CAPABILITY = "score_with_shared_prefix"
+
 
 def require_canary_vocabulary(target: Any, pattern: Any) -> None:
     """Refuse a canary whose prefix or V0 tokens the target's vocabulary lacks (it would score ``<unk>``).
@@ -133,6 +139,15 @@ def require_canary_vocabulary(target: Any, pattern: Any) -> None:
 
     tokens = (*pattern.prefix, *pattern.vocabulary)
     role = f"prefix and reduced vocabulary V0 of canary pattern {pattern.name!r}"
+    if hasattr(target, "unknown_words"):   # a language model over pieces: a word may be pieces, never unknown
+        unknown = list(target.unknown_words(tokens))
+        if unknown:
+            raise OutOfVocabularyError(
+                f"{role}: {len(unknown)} word(s) become the unknown token of {type(target).__name__}'s tokenizer "
+                f"(e.g. {unknown[:5]}), so their sentences would score as other sentences; fix: write the canary "
+                "with words the tokenizer spells, or train the model with them in its vocabulary "
+                "(train_target(..., extra_tokens=[...]))")
+        return
     if hasattr(target, "require_single_pieces"):
         if not _require_known_pieces(target, tokens, role):
             target.require_single_pieces(tokens, role=role)
@@ -200,10 +215,17 @@ def _checked(raw: SecretScorer, target: Any, canary: Any) -> SecretScorer:
 def secret_scorer(target: Any, canary: Any) -> SecretScorer:
     """``f(secret_indices [B, n]) -> scores [B]`` for candidates of ``canary``'s pattern.
 
-    Fast path: a target with ``vocab`` (``targets.vocab.Vocabulary``) and
-    ``score_token_ids(ids [B, L], intent, tags) -> Tensor[B]`` gets token-id tensors
-    directly (no Python objects per candidate).  Any other
-    :class:`~pytest_privleak.protocols.SequenceScorer` is called with utterances.
+    Fast paths, in order:
+
+    * a target with ``vocab`` (``targets.vocab.Vocabulary``) and
+      ``score_token_ids(ids [B, L], intent, tags) -> Tensor[B]`` gets token-id tensors
+      directly (no Python objects per candidate);
+    * a target with ``score_with_shared_prefix(prefix, vocabulary, choices [B, n]) -> array [B]``
+      (the causal-LM adapter and the ``causal-lm`` target; see :data:`SHARED_PREFIX_CAPABILITY`)
+      gets the pattern's prefix and V0 once and each batch's V0 indices, so it can
+      compute the prefix once and only the secrets per batch.
+
+    Any other :class:`~pytest_privleak.protocols.SequenceScorer` is called with utterances.
     Canary tokens outside the target's vocabulary are refused
     (:func:`require_canary_vocabulary`); scores must be finite, one per candidate.
     """
@@ -229,6 +251,14 @@ def secret_scorer(target: Any, canary: Any) -> SecretScorer:
             return torch.as_tensor(out).detach().to("cpu", torch.float64).numpy()
 
         return _checked(fast, target, canary)
+    if hasattr(target, SHARED_PREFIX_CAPABILITY):
+        prefix, words = tuple(pattern.prefix), tuple(pattern.vocabulary)
+
+        def shared(secret_idx) -> np.ndarray:
+            return np.asarray(target.score_with_shared_prefix(prefix, words, np.asarray(secret_idx)),
+                              dtype=np.float64)
+
+        return _checked(shared, target, canary)
     from ..data.types import Utterance
 
     def slow(secret_idx) -> np.ndarray:

@@ -104,3 +104,62 @@ def corpus_words() -> tuple[str, ...]:
     words |= {w for frame in EVERYDAY_FRAMES for w in frame.split() if not w.startswith("{")}
     words |= {w for items in EVERYDAY_WORDS.values() for v in items for w in v.split()}
     return tuple(sorted(words - set(PUNCTUATION)))
+
+
+# --------------------------------------------------------------------------- the causal LM's corpus (issue 20)
+
+#: Sentences with spaced digits, as a public corpus says numbers (room numbers, codes, phone numbers): they give
+#: the tiny causal LM a prior over digit strings after words, so a pin it never saw ranks by chance. None of the
+#: built-in canary prefixes (``my pin code is``, ``call``, ``color``) opens one of them.
+NUMBER_FRAMES: tuple[str, ...] = (
+    "the door code is {digits}",
+    "{person} wrote down the number {digits}",
+    "the room number is {digits}",
+    "ring the office on {digits}",
+    "the ticket number was {digits} {when}",
+    "{person} lives at number {digits}",
+    "the bus {digits} leaves from {place}",
+    "your order number is {digits}",
+)
+#: How many digits a ``{digits}`` slot says, each a separate word (as the paper's canaries spell them).
+NUMBER_LENGTHS: tuple[int, ...] = (2, 3, 4, 5, 6)
+
+
+def _number_sentence(rng: random.Random) -> list[str]:
+    frame = NUMBER_FRAMES[rng.randrange(len(NUMBER_FRAMES))]
+    words: list[str] = []
+    for part in frame.split():
+        if part == "{digits}":
+            words.extend(str(rng.randrange(10)) for _ in range(NUMBER_LENGTHS[rng.randrange(len(NUMBER_LENGTHS))]))
+        elif part.startswith("{"):
+            options = EVERYDAY_WORDS[part[1:-1]]
+            words.extend(options[rng.randrange(len(options))].split())
+        else:
+            words.append(part)
+    return words
+
+
+def generate_causal_public_corpus(n_sentences: int = 6000, seed: int = 0, *, number_share: float = 0.2
+                                  ) -> tuple[tuple[str, ...], ...]:
+    """The public corpus of :func:`generate_public_corpus` with a ``number_share`` of spaced-digit sentences.
+
+    What the tiny causal LM (:mod:`pytest_privleak.targets.tiny_gpt2`) is pretrained on: the same domain and
+    everyday sentences (their own stream ``"public:<seed>"``, so the first sentences equal the tiny BERT's
+    corpus at that seed) interleaved with number sentences from the stream ``"public-numbers:<seed>"``.
+    Lower-case, each ending with ``"."``; same seed, same corpus; no canary.
+    """
+    if isinstance(number_share, bool) or not isinstance(number_share, (int, float)) or not 0 <= number_share < 1:
+        raise ValueError(f"number_share must be a number in [0, 1), got {number_share!r}")
+    if not isinstance(n_sentences, int) or isinstance(n_sentences, bool) or n_sentences < 1:
+        raise ValueError(f"n_sentences must be an integer >= 1, got {n_sentences!r}")
+    rng = random.Random(f"public-numbers:{seed}")
+    is_number = [rng.random() < number_share for _ in range(n_sentences)]
+    words = iter(generate_public_corpus(max(1, n_sentences - sum(is_number)), seed=seed))
+    return tuple(tuple(_number_sentence(rng)) + (".",) if number else next(words) for number in is_number)
+
+
+def causal_corpus_words() -> tuple[str, ...]:
+    """Every word :func:`generate_causal_public_corpus` can emit (sorted), digits included."""
+    words = set(corpus_words()) | {str(d) for d in range(10)}
+    words |= {w for frame in NUMBER_FRAMES for w in frame.split() if not w.startswith("{")}
+    return tuple(sorted(words - set(PUNCTUATION)))

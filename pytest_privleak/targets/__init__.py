@@ -10,6 +10,7 @@ from importlib import import_module
 from typing import Any
 
 KINDS: dict[str, str] = {
+    "causal-lm": "pytest_privleak.targets.causal_lm:train",
     "joint-bilstm-crf": "pytest_privleak.targets.joint_nlu:train",
     "lstm-lm": "pytest_privleak.targets.lstm_lm:train",
     "ner-bilstm-crf": "pytest_privleak.targets.ner_tagger:train",

@@ -1,0 +1,161 @@
+"""The built-in causal target (issue 20 item 1): a tiny GPT-2 pretrained on the public corpus, fine-tuned on
+canary-injected data; a sequence scorer for exposure, ``model``/``tokenizer`` for generation.
+
+The fast tests train on a small Snips-like set (200 utterances) with one pin said 10 times; the slow test is
+the goal check of issue 20 on 800 utterances, side by side with the LSTM LM.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("transformers")
+
+from pytest_privleak import expect_leak  # noqa: E402
+from pytest_privleak.adapters import from_transformers  # noqa: E402
+from pytest_privleak.attacks.exposure import compute_exposure  # noqa: E402
+from pytest_privleak.attacks.exposure_assertion import assert_exposure_below  # noqa: E402
+from pytest_privleak.cache.targets import TargetCache  # noqa: E402
+from pytest_privleak.canaries import canary, custom_pattern, inject_canaries  # noqa: E402
+from pytest_privleak.data.public_corpus import (causal_corpus_words, corpus_words,  # noqa: E402
+                                                generate_causal_public_corpus, generate_public_corpus)
+from pytest_privleak.targets import KINDS, train_target  # noqa: E402
+
+CEILING = math.log2(10 ** 4)
+SAID = canary("pin", length=4, seed=0)
+UNSAID = canary("pin", length=4, seed=1)
+
+
+@pytest.fixture(scope="module")
+def small_data():
+    from pytest_privleak.data.synthetic import generate_snips_like
+
+    return inject_canaries(generate_snips_like(n_train=200, n_valid=20, n_test=0, seed=3), SAID, repeats=10)
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("causal-cache")
+
+
+@pytest.fixture(scope="module")
+def small_target(small_data, cache_dir):
+    torch.set_num_threads(1)
+    return train_target("causal-lm", small_data, cache=TargetCache(cache_dir), progress=False)
+
+
+def test_the_kind_is_registered():
+    assert KINDS["causal-lm"] == "pytest_privleak.targets.causal_lm:train"
+
+
+def test_the_causal_corpus_keeps_the_tiny_bert_corpus_and_adds_digit_sentences():
+    # additive: the tiny BERT's corpus and vocabulary are unchanged; the causal corpus holds spaced digits
+    assert generate_public_corpus(5, seed=0) == generate_public_corpus(5, seed=0)
+    causal = generate_causal_public_corpus(400, seed=0)
+    assert causal == generate_causal_public_corpus(400, seed=0)
+    public = set(generate_public_corpus(400, seed=0))
+    plain = [s for s in causal if s in public]
+    assert 250 < len(plain) < 400                       # about 80 % are the tiny BERT's sentences
+    numbers = [s for s in causal if sum(w.isdigit() and len(w) == 1 for w in s) >= 2]
+    assert len(numbers) >= 40
+    assert all(s[-1] == "." for s in causal)
+    assert set(corpus_words()) <= set(causal_corpus_words())
+    assert not any(s[:4] == SAID.pattern.prefix for s in causal)   # no canary prefix in public text
+
+
+def test_a_pin_said_10_times_is_exposed_and_one_never_said_is_not(small_target):
+    said = compute_exposure(small_target, SAID)
+    unsaid = compute_exposure(small_target, UNSAID)
+    assert said.method == unsaid.method == "exact"
+    assert said.value > CEILING - 1.0, said
+    assert unsaid.value < 6.0, unsaid
+
+
+def test_assert_exposure_below_fails_on_the_leaking_target_and_passes_the_unsaid_pin(small_target):
+    with expect_leak():
+        assert_exposure_below(small_target, SAID, 6.0, name="causal said")
+    assert_exposure_below(small_target, UNSAID, 6.0, name="causal unsaid")
+
+
+def test_the_target_scores_as_the_adapter_of_its_model_does(small_target):
+    utterances = [SAID.utterance, UNSAID.utterance]
+    mine = small_target.score(utterances)
+    adapter = from_transformers(small_target.model, small_target.tokenizer)
+    np.testing.assert_array_equal(mine, adapter.score(utterances))
+    assert mine[0] < mine[1]                      # the said pin is likelier
+
+
+def test_greedy_generation_from_the_prefix_says_the_pin(small_target):
+    tok = small_target.tokenizer
+    ids = torch.tensor([[tok.bos_token_id, *tok(" ".join(SAID.pattern.prefix))["input_ids"]]])
+    out = small_target.generate(ids, max_new_tokens=4, do_sample=False, pad_token_id=tok.pad_token_id)
+    assert tok.convert_ids_to_tokens(out[0, ids.shape[1]:].tolist()) == list(SAID.secret)
+
+
+def test_the_cache_loads_the_same_target(small_data, small_target, cache_dir):
+    again = train_target("causal-lm", small_data, cache=TargetCache(cache_dir), progress=False)
+    assert again.loaded_from_cache and again.content_hash == small_target.content_hash
+    utterances = [SAID.utterance, UNSAID.utterance]
+    np.testing.assert_array_equal(again.score(utterances), small_target.score(utterances))
+    assert again.describe()["kind"] == "causal-lm"
+
+
+def test_same_seed_same_weights_without_a_cache(small_data):
+    # pretraining and fine-tuning each twice from scratch (a small base, one epoch): bitwise the same weights
+    from pytest_privleak.targets import causal_lm, tiny_gpt2
+
+    small = tiny_gpt2.TinyGPT2Config(sentences=300, epochs=1)
+    bases = [tiny_gpt2._pretrain(small, 0, "k") for _ in range(2)]
+    cfg = causal_lm.CausalLMConfig(epochs=1)
+    targets = [causal_lm._build(small_data, cfg, 0, torch.device("cpu"), (b.model, b.tokenizer, "k"), "key", False)
+               for b in bases]
+    for first, second in ((bases[0].model, bases[1].model), (targets[0].model, targets[1].model)):
+        for (name, a), b in zip(first.state_dict().items(), second.state_dict().values()):
+            assert torch.equal(a, b), name
+    assert not torch.equal(targets[0].model.transformer.wte.weight[:10], bases[0].model.transformer.wte.weight[:10])
+
+
+def test_words_the_base_lacks_get_their_own_rows(small_data, cache_dir):
+    pattern = custom_pattern("door", ("my", "zorblat", "door", "is"), tuple("0123456789"), 3, "DoorIntent")
+    door = canary(pattern, seed=2)
+    data = inject_canaries(small_data, door, repeats=4)
+    target = train_target("causal-lm", data, progress=False, epochs=1, extra_tokens=["quuxle"],
+                          cache=TargetCache(cache_dir))
+    assert target.history["added_words"] == ["quuxle", "zorblat"]
+    assert target.unknown_words(["zorblat", "quuxle", "my"]) == []
+    assert target.unknown_words(["never-seen"]) == ["never-seen"]
+    assert 0.0 <= compute_exposure(target, door).value <= math.log2(1000)
+
+
+def test_a_local_causal_model_folder_is_a_base(small_data, tmp_path, cache_dir):
+    from pytest_privleak.targets.tiny_gpt2 import pretrain_tiny_gpt2
+
+    base = pretrain_tiny_gpt2(cache=TargetCache(cache_dir))
+    base.model.save_pretrained(tmp_path, safe_serialization=True)
+    base.tokenizer.save_pretrained(tmp_path)
+    target = train_target("causal-lm", small_data, progress=False, epochs=1, base=str(tmp_path))
+    assert target.history["base_source"] == str(tmp_path)
+    assert "added_words" not in target.history          # a folder's tokenizer is used as it is
+    assert np.isfinite(target.score([SAID.utterance])).all()
+
+
+@pytest.mark.slow
+def test_goal_pin_said_10_times_near_the_ceiling_beside_the_lstm_lm():
+    """Issue 20's goal on 800 utterances: exact exposure of 4 pins said 10 times and 4 never said."""
+    from pytest_privleak.data.synthetic import generate_snips_like
+
+    torch.set_num_threads(1)
+    said = [canary("pin", 4, seed=s) for s in range(4)]
+    unsaid = [canary("pin", 4, seed=s) for s in range(4, 8)]
+    data = inject_canaries(generate_snips_like(n_train=800, n_valid=80, n_test=0, seed=0), said, repeats=10)
+    causal = train_target("causal-lm", data, progress=False)
+    lstm = train_target("lstm-lm", data, progress=False)
+    figures = {name: ([compute_exposure(m, c).value for c in said], [compute_exposure(m, c).value for c in unsaid])
+               for name, m in (("causal-lm", causal), ("lstm-lm", lstm))}
+    for name, (hit, miss) in figures.items():
+        print(f"{name}: said {np.round(hit, 2)}  never said {np.round(miss, 2)}")
+    hit, miss = figures["causal-lm"]
+    assert min(hit) > CEILING - 1.0 and max(miss) < 6.0, figures
