@@ -3,9 +3,9 @@
 The figure is the number of distinct training spans (``min_tokens`` words or
 more, verbatim) among the top-ranked samples of the model (:mod:`.untargeted_extraction`);
 the rate of top-ranked samples that emit one comes with its Clopper-Pearson
-interval.  The chance figure is what the same procedure finds in the samples
-of the reference model, a model that never saw the records, when one is
-given.  A pass where most top-ranked samples are shorter than ``min_tokens``
+interval.  The chance figure is what the same procedure (ranked by zlib) finds
+in the samples of the reference model, a model that never saw the records,
+when one is given.  A pass where most top-ranked samples are shorter than ``min_tokens``
 words (so they could not show a span) is inconclusive, not a pass.
 """
 from __future__ import annotations
@@ -99,7 +99,7 @@ def assert_untargeted_extraction_at_most(model: Any, training_data: Any, max_spa
     utterances or strings: the records whose emission is a leak) for verbatim spans of at least
     ``min_tokens`` words. ``model``/``reference``: the ``lstm-lm`` or ``causal-lm`` target, or a
     transformers causal LM with ``tokenizer=`` / ``reference_tokenizer=``. The chance figure is the
-    spans the reference model's own samples emit. A pass where fewer than half of the top-ranked
+    spans the reference model's own samples emit (ranked by zlib: a ratio to itself is 1). A pass where fewer than half of the top-ranked
     samples reach ``min_tokens`` words is inconclusive (``InconclusiveAuditError``) unless
     ``allow_inconclusive=True``. Returns the recorded result.
     """
