@@ -165,3 +165,20 @@ def test_a_leaking_gpt2_fails_and_a_secret_never_said_passes():
     assert assert_extraction_at_most(model, unseen, 0.0, tokenizer=tok).value == 0.0
     for method in ("beam", "sampling", "greedy"):
         assert measure_extraction(model, pin, tokenizer=tok, method=method).value == 1.0, method
+
+
+@pytest.mark.slow
+def test_the_built_in_causal_target_leaks_a_pin_said_10_times_and_not_one_never_said(tmp_path):
+    """train_target('causal-lm'): the shortest-path search finds the pin said 10 times, not the one never said."""
+    from pytest_privleak.cache.targets import TargetCache
+    from pytest_privleak.canaries import canary, inject_canaries
+    from pytest_privleak.data.synthetic import generate_snips_like
+    from pytest_privleak.targets import train_target
+
+    torch.set_num_threads(1)
+    said, unsaid = canary("pin", length=4, seed=0), canary("pin", length=4, seed=1)
+    data = inject_canaries(generate_snips_like(n_train=200, n_valid=20, n_test=0, seed=3), said, repeats=10)
+    target = train_target("causal-lm", data, cache=TargetCache(tmp_path), progress=False)
+    with expect_leak(match="shortest-path"):
+        assert_extraction_at_most(target, said, 0.0)
+    assert assert_extraction_at_most(target, unsaid, 0.0).value == 0.0
