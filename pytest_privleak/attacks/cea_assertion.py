@@ -13,21 +13,17 @@ from ..results import LeakResult, record
 from .candidates import DEFAULT_BUDGET
 from .cea import DEFAULT_RANKED, ExtractionReport, extract
 from .inconclusive import check_covered
+from .remedies import CEA_RECURRENT, CEA_TRANSFORMER, TRANSFORMER, model_family
 
 #: §6 of the paper; Table 3: the three combined bring HDT to the random baseline.
-REMEDY = ("train with the defences of canary-extraction-nlu §6: dropout 0.2, early stopping on the validation "
-          "loss (patience 20 epochs) and character embeddings concatenated to the word embeddings; combined, "
-          "all three brought HDT to the random baseline in the paper (Table 3). Better still, keep secrets "
-          "such as this one out of the training data, or de-duplicate them")
-
+REMEDY = CEA_RECURRENT
 #: The remedy for a transformers model (issue 24 item 4): §6's character embeddings do not apply to word pieces.
-TRANSFORMERS_REMEDY = ("keep secrets such as this one out of the fine-tuning data (scrub or mask them, "
-                       "de-duplicate them), fine-tune fewer epochs with early stopping on a validation split, "
-                       "raise dropout, or fine-tune with differential privacy (DP-SGD, e.g. Opacus)")
+TRANSFORMERS_REMEDY = CEA_TRANSFORMER
 
 
 def remedy_for(target_type: str) -> str:
-    """The remedy that fits the attacked model's family: the BiLSTM paper's §6 defences, or a transformer's."""
+    """The remedy for a target class named ``target_type``: the BiLSTM paper's §6 defences, or a transformer's
+    (the assertions choose by the attacked model itself, :func:`.remedies.model_family`)."""
     return TRANSFORMERS_REMEDY if target_type.startswith("Transformers") else REMEDY
 
 
@@ -94,6 +90,7 @@ def accuracy_result(report: ExtractionReport, target: Any, *, threshold: float |
     """The ``cea.accuracy`` result of a report: figure, interval, chance, attack, ranks, evidence."""
     targets = list(target) if isinstance(target, (list, tuple)) else [target]
     described = [_describe_target(t) for t in targets]
+    remedy = TRANSFORMERS_REMEDY if model_family(targets[0]) == TRANSFORMER else REMEDY
     target_info: dict[str, Any] = described[0] if len(described) == 1 else {
         "content_hash": [d["content_hash"] for d in described], "device": described[0]["device"],
         "type": described[0]["type"]}
@@ -117,7 +114,7 @@ def accuracy_result(report: ExtractionReport, target: Any, *, threshold: float |
         attack="cea", metric="accuracy", value=report.accuracy, threshold=threshold, direction="at_most",
         interval=report.accuracy_interval(confidence), confidence=confidence, chance=report.chance_accuracy,
         ceiling=1.0, label=_label(report, name), evidence=evidence, extra=extra,
-        remedy=remedy_for(str(target_info.get("type") or "")),
+        remedy=remedy,
         tolerance=tolerance, target=target_info)
 
 
@@ -159,7 +156,7 @@ def hdt_result(accuracy: LeakResult, floor: float, tolerance: float | None) -> L
         attack="cea", metric="hdt", value=accuracy.extra["hdt"], threshold=floor, direction="at_least",
         chance=accuracy.extra["hdt_chance"], label=accuracy.label, evidence=accuracy.evidence,
         extra={"accuracy": accuracy.value, "chance_accuracy": accuracy.chance},
-        remedy=REMEDY, tolerance=tolerance, target=accuracy.target)
+        remedy=accuracy.remedy, tolerance=tolerance, target=accuracy.target)
 
 
 def measure_cea(target, canaries, *, method: str = "auto", trials: int = 10, starts: int | None = None,

@@ -31,11 +31,10 @@ from ..cache.results import cached_results
 from ..results import LeakResult, record
 from .d_exposure import DEFAULT_TEMPLATE, DExposure, class_words as words_by_rule, d_exposure
 from .exposure_assertion import _check_bits, _check_name, _check_tolerance, target_facts
+from .remedies import UNKNOWN, remedy, remedy_for
 
-D_EXPOSURE_REMEDY = (
-    "the tagger labels the inserted ambiguous phrase with more confidence than the class's own words: "
-    "it has memorised that phrase; remove repeated sentences from the training data, use dropout and "
-    "early stopping, or train with differential privacy (DP-SGD)")
+#: The remedy for a tagger of no known family; the result carries the one for the attacked model's.
+D_EXPOSURE_REMEDY = remedy("d-exposure", UNKNOWN)
 #: The metric of each gate: eq. 3's mean over classes, or the highest class.
 MEAN_METRIC = "d_exposure_bits"
 CLASS_MAX_METRIC = "d_exposure_class_max_bits"
@@ -111,7 +110,7 @@ def d_exposure_result(target: Any, inserted: Mapping[str, str], *, class_words: 
     return LeakResult(
         attack="d-exposure", metric=CLASS_MAX_METRIC if per_class else MEAN_METRIC, value=value,
         threshold=threshold, direction="at_most", chance=chance, ceiling=ceiling, label=label, evidence=evidence,
-        extra=extra, remedy=D_EXPOSURE_REMEDY, tolerance=tolerance, target=target_facts(target))
+        extra=extra, remedy=remedy_for("d-exposure", target), tolerance=tolerance, target=target_facts(target))
 
 
 def measured_d_exposure(target: Any, inserted: Mapping[str, str], *, class_words: Mapping[str, Sequence[str]] | Any,

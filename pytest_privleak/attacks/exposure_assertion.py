@@ -33,14 +33,14 @@ from ..cache.results import cached_results
 from ..results import LeakResult, record
 from .exposure import DEFAULT_BATCH, DEFAULT_EXACT_BUDGET, DEFAULT_REFERENCES, compute_exposure
 from .inconclusive import check_allow_inconclusive, check_covered
+from .remedies import UNKNOWN, remedy, remedy_for
 
 #: Methods that score a sample of the secret space instead of all of it.
 _SAMPLING_METHODS = ("sampled", "extrapolated")
 
-EXPOSURE_REMEDY = (
-    "the model has memorised this secret: deduplicate the training data (fewer repeats of the secret), "
-    "scrub or mask secrets before training, train with dropout and early stopping on a validation split, "
-    "or train with differential privacy (DP-SGD)")
+#: The remedy for a model of no known family; the result carries the one for the attacked model's
+#: (:func:`.remedies.remedy_for`).
+EXPOSURE_REMEDY = remedy("exposure", UNKNOWN)
 
 
 def target_facts(target: Any) -> dict:
@@ -94,7 +94,7 @@ def exposure_result(target: Any, canary: Any, *, threshold: float | None, tolera
         attack="exposure", metric="exposure_bits", value=m.value, threshold=threshold, direction="at_most",
         interval=m.interval, confidence=m.confidence if m.method != "exact" else None, chance=m.chance,
         ceiling=m.ceiling, label=canary.text if name is None else name, evidence=evidence, extra=extra,
-        remedy=EXPOSURE_REMEDY, tolerance=tolerance, target=target_facts(target))
+        remedy=remedy_for("exposure", target), tolerance=tolerance, target=target_facts(target))
 
 
 def exposure_coverage(result: LeakResult) -> tuple[bool, str, str]:

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..results import LeakResult, record
 from .exposure_assertion import target_facts
+from .remedies import UNKNOWN, remedy, remedy_for
 from .membership import (DEFAULT_EXPOSED, DEFAULT_FPRS, MembershipMeasurement, RocPoint, check_fpr,
                          membership_inference)
 from .membership_rmia import DEFAULT_GAMMA
@@ -28,9 +29,8 @@ _ATTACKS = {"loss": "loss threshold (Yeom et al.; mix-and-match §4.3.2)",
             "reference": "loss threshold calibrated by a reference model (Watson et al. 2022)",
             "lira": "LiRA (Carlini et al. 2022)", "rmia": "RMIA (Zarifzadeh et al. 2024)"}
 
-REMEDY = ("the model's loss tells its training utterances from unseen ones (it memorised them): train fewer epochs "
-          "or with early stopping on a validation split, add dropout or weight decay, deduplicate the training data, "
-          "or train with differential privacy (DP-SGD)")
+#: The remedy for a model of no known family; the result carries the one for the attacked model's.
+REMEDY = remedy("membership", UNKNOWN)
 
 
 def _pct(fpr: float) -> str:
@@ -75,7 +75,8 @@ def _auc_result(scorer: Any, m: MembershipMeasurement, threshold: float | None, 
                                                                       for text, score in m.exposed)
     return LeakResult(attack="membership", metric="auc", value=m.auc, threshold=threshold, direction="at_most",
                       interval=m.interval, confidence=m.confidence, chance=0.5, ceiling=1.0,
-                      label=_label(scorer, m, name), evidence=evidence, extra=extra, remedy=REMEDY,
+                      label=_label(scorer, m, name), evidence=evidence, extra=extra,
+                      remedy=remedy_for("membership", scorer),
                       tolerance=tolerance, target=target_facts(scorer))
 
 
@@ -105,7 +106,7 @@ def _tpr_result(auc: LeakResult, m: MembershipMeasurement, fpr: float) -> LeakRe
     return LeakResult(attack="membership", metric=f"tpr_at_fpr_{fpr:g}", value=p.tpr, threshold=None,
                       direction="at_most", interval=p.interval, confidence=m.confidence, chance=fpr, ceiling=1.0,
                       label=auc.label, evidence={**auc.evidence, "rule": rule},
-                      extra={"auc": m.auc, "achieved_fpr": p.achieved_fpr}, remedy=REMEDY, target=auc.target)
+                      extra={"auc": m.auc, "achieved_fpr": p.achieved_fpr}, remedy=auc.remedy, target=auc.target)
 
 
 def _options(method: str, references: Any, population: Any, k: int, online: bool, gamma: float,

@@ -22,12 +22,12 @@ from typing import Any
 from ..results import LeakResult, record
 from ..stats import clopper_pearson
 from .exposure_assertion import target_facts
+from .remedies import TRANSFORMER, remedy, remedy_for
 from .mix_and_match import (ATTACK_NAMES, DEFAULT_BATCH, DEFAULT_BUDGET, NO_GENERATOR, CanaryRanking,
                             MixAndMatchMeasurement, mix_and_match)
 
-REMEDY = ("the classifier's loss tells the canary's secret token from the rest of the vocabulary (it memorised the "
-          "sentence): remove repeated or rare sensitive sentences from the training data, fine-tune fewer epochs "
-          "with early stopping, or fine-tune with differential privacy (DP-SGD), which §6.4 names as the defence")
+#: The attacked classifier is a fine-tuned transformer (§4.1); the result carries the remedy of its family.
+REMEDY = remedy("mix-and-match", TRANSFORMER)
 
 
 def _check_name(name: Any) -> str | None:
@@ -95,7 +95,8 @@ def _result(model: Any, m: MixAndMatchMeasurement, threshold: float | None, top_
                                                     for r in m.rankings)
     return LeakResult(attack="mix-and-match", metric="rank", value=value, threshold=threshold, direction="at_least",
                       interval=worst.rank_range, confidence=None, chance=(vocab + 1) / 2, ceiling=float(vocab),
-                      label=label, evidence=evidence, extra=extra, remedy=REMEDY, target=target_facts(model))
+                      label=label, evidence=evidence, extra=extra, remedy=remedy_for("mix-and-match", model),
+                      target=target_facts(model))
 
 
 def measured_mix_and_match(model: Any, canaries: Any, *, method: str, budget: int, top_k: int, name: str | None,
