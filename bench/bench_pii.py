@@ -6,7 +6,8 @@ stopping as a named defence) on the synthetic PII corpus
 numbers, e-mail addresses and street addresses made up by our generator, each
 item in R = 1, 2, 5, 10, 20, 50 training tickets), audits every item found
 (:func:`pytest_privleak.attacks.pii_exposure.audit_pii`) and prints, per kind
-and R, the mean exposure (bits, of its ceiling) and the share extracted.  The
+and R, the mean exposure (bits, of its ceiling) and the share extracted by
+prompting with the words before the item (10 beams).  The
 row R = 0 audits items of the validation split, which no model trained on.
 
     /work/venv/bin/python bench/bench_pii.py [--references 1024] [--seed 0]
@@ -57,13 +58,13 @@ def main() -> None:
             rows[key] = figures
         print(f"\n{label}: trained in {trained:.0f} s (stopped at epoch {model.history.stopped_epoch}), "
               f"audited {len(audit.figures) + len(held_out.figures)} items in {audited:.0f} s")
-        print(f"{'kind':<8} {'R':>3} {'items':>5} {'exposure bits (mean)':>21} {'ceiling':>8} {'extracted':>9}")
+        print(f"{'kind':<8} {'R':>3} {'items':>5} {'exposure bits (mean)':>21} {'ceiling':>8} {'extracted (beam 10)':>20}")
         for kind, r in sorted(rows, key=lambda k: (k[0], k[1])):
             figures = rows[(kind, r)]
             exposure = sum(f.exposure.value for f in figures) / len(figures)
             extracted = sum(f.extracted for f in figures)
             print(f"{kind:<8} {r:>3} {len(figures):>5} {exposure:>21.2f} {figures[0].exposure.ceiling:>8.1f} "
-                  f"{extracted:>5}/{len(figures):<3}")
+                  f"{extracted:>16}/{len(figures):<3}")
 
 
 if __name__ == "__main__":

@@ -130,3 +130,14 @@ def test_bad_corpus_arguments():
                           ({"digits": "words"}, "digits must be 'spaced' or 'compact'")):
         with pytest.raises(ValueError, match=match):
             generate_pii_corpus(0, **kwargs)
+
+
+def test_generation_needs_a_model_that_generates_and_sound_options():
+    with pytest.raises(TypeError, match=r"extraction='generation' needs a model that generates.*fix"):
+        audit_pii(Flat(), TEXTS, extraction="generation")
+    for generation, match in (({"method": "telepathy"}, "generation method 'telepathy' is not one of"),
+                              ({"budget": 0}, "generation budget must be an integer >= 1"),
+                              ({"beams": 3}, r"generation has unknown option\(s\) \['beams'\]"),
+                              ([("budget", 3)], "generation must be a dict")):
+        with pytest.raises(ValueError, match=match):
+            audit_pii(Flat(), TEXTS, generation=generation)

@@ -16,12 +16,17 @@ team's data is what it *does*.  For each item the detectors
    uses (:func:`.exposure.extrapolated_from_scores`).  ``context="sentence"``
    (default) keeps the words after the item, as Lukas et al.'s reconstruction
    attack (§4.2) does; ``"prefix"`` cuts the ticket after the item.
-2. **Extraction**: whether the model reproduces the item.  ``extraction="rank"``
-   counts it extracted when it is the model's likeliest string of its format
-   among those scored, the Secret Sharer's extraction by search over the
-   secret space (§8) restricted to the scored candidates (exact for an
-   exhaustively scored space; for a sampled one, ranking first among the
-   references is an over-estimate, so the gate errs toward failing).
+2. **Extraction**: whether the model reproduces the item.
+   ``extraction="generation"`` prompts the model with the words before the
+   item and counts it extracted when a continuation holds it
+   (:mod:`.pii_generation`; Lukas et al. §4.1); ``"rank"`` counts it extracted
+   when it is the model's likeliest string of its format among those scored,
+   the Secret Sharer's extraction by search over the secret space (§8)
+   restricted to the scored candidates (exact for an exhaustively scored
+   space; for a sampled one, ranking first among the references is an
+   over-estimate, so the gate errs toward failing).  ``"auto"`` (default) is
+   generation for a model that can generate (the ``lstm-lm`` and ``causal-lm``
+   targets, a transformers causal LM through its adapter), else rank.
 
 Lukas et al. (§5) find that duplication drives extraction: items repeated
 often are extracted, items seen once rarely; ``bench/bench_pii.py`` shows it.
@@ -43,6 +48,7 @@ from ..data.types import NLUDataset, Utterance
 from ..finite import require_finite
 from .exposure import exact_from_scores, extrapolated_from_scores, sampled_from_scores
 from .exposure_figure import Exposure
+from .pii_generation import can_generate, generation_options, reproduced
 from .pii_redaction import redact, redaction_key
 
 __all__ = ["NoPiiFoundError", "PiiAudit", "PiiItem", "PiiItemFigure", "UnscorablePiiError", "audit_pii",
@@ -50,7 +56,7 @@ __all__ = ["NoPiiFoundError", "PiiAudit", "PiiItem", "PiiItemFigure", "Unscorabl
 
 METHODS = ("auto", "exact", "sampled", "extrapolated")
 CONTEXTS = ("sentence", "prefix")
-EXTRACTIONS = ("rank",)
+EXTRACTIONS = ("auto", "generation", "rank")
 DEFAULT_EXACT_BUDGET = 2 ** 14
 DEFAULT_REFERENCES = 2048
 DEFAULT_BOOTSTRAP = 10
@@ -85,7 +91,7 @@ class PiiItemFigure:
     item: PiiItem
     label: str
     exposure: Exposure | None
-    extracted: bool
+    extracted: bool | None          # None: not measured (no space to rank in, no generation)
     extraction_chance: float
     note: str = ""
 
@@ -93,7 +99,7 @@ class PiiItemFigure:
         """One line of the evidence table."""
         head = f"{self.label} x{self.item.count}"
         if self.exposure is None:
-            return f"{head}: {self.note}"
+            return f"{head}: {self.note}{', EXTRACTED' if self.extracted else ''}"
         e = self.exposure
         where = f"rank {e.rank} of {e.space_size:,}" if e.method == "exact" else \
             f"rank {e.rank} among {e.n_references:,} sampled of {e.space_size:.3g}"
@@ -262,7 +268,8 @@ def check_audit_arguments(*, method: str, context: str, extraction: str, confide
 
 
 def audit_pii(model: Any, dataset: Any, detectors: Any = "default", *, method: str = "auto",
-              context: str = "sentence", extraction: str = "rank", references: int = DEFAULT_REFERENCES,
+              context: str = "sentence", extraction: str = "auto", generation: Mapping[str, Any] | None = None,
+              references: int = DEFAULT_REFERENCES,
               exact_budget: int = DEFAULT_EXACT_BUDGET, bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0,
               confidence: float = 0.95, batch_size: int = DEFAULT_BATCH, min_count: int = 1,
               show_pii: bool = False, salt: str | bytes | None = None) -> PiiAudit:
@@ -274,6 +281,8 @@ def audit_pii(model: Any, dataset: Any, detectors: Any = "default", *, method: s
     check_audit_arguments(method=method, context=context, extraction=extraction, confidence=confidence,
                           show_pii=show_pii, references=references, exact_budget=exact_budget,
                           batch_size=batch_size, bootstrap=bootstrap, seed=seed, min_count=min_count)
+    generating = generation_options(generation)
+    extraction, why = _extraction_method(model, extraction)
     found_by = resolve_detectors(detectors)
     texts, intents, data_label = training_texts(dataset)
     items = find_pii(texts, found_by)
@@ -296,7 +305,7 @@ def audit_pii(model: Any, dataset: Any, detectors: Any = "default", *, method: s
         label = item.text if show_pii else redact(item.kind, item.text, key)
         space = candidate_space(item, found_by[item.detector], pools[item.kind])
         if space.size < 2:
-            figures.append(PiiItemFigure(item, label, None, False, 1.0,
+            figures.append(PiiItemFigure(item, label, None, None, 1.0,
                                          f"not measurable: its same-format space holds {space.size} string(s)"))
             continue
         text = texts[item.utterance]
@@ -311,19 +320,41 @@ def audit_pii(model: Any, dataset: Any, detectors: Any = "default", *, method: s
                              references=references, rng=rng, confidence=confidence, bootstrap=bootstrap,
                              label=label, intent=intents[item.utterance])
         ranked = exposure.space_size if exposure.method == "exact" else exposure.n_references + 1
-        figures.append(PiiItemFigure(item, label, exposure, exposure.rank == 1, 1.0 / ranked))
+        if extraction == "rank":
+            figures.append(PiiItemFigure(item, label, exposure, exposure.rank == 1, 1.0 / ranked))
+        else:
+            figures.append(PiiItemFigure(item, label, exposure, None, min(1.0, generating["budget"] / space.size)))
+    if extraction == "generation":
+        prompts = [texts[f.item.utterance][:f.item.start] for f in figures]
+        for figure, hit in zip(figures, reproduced(model, prompts, [f.item.text for f in figures], generating)):
+            figure.extracted = hit
     describe = {
         "found": f"{len(items)} distinct item(s) in {len(texts)} training texts ({_by_kind(items)})"
                  + (f"; {len(audited)} found at least {min_count} times audited" if min_count > 1 else ""),
         "candidates": f"same-format candidates, context={context!r}, method={method!r} (exact up to "
                       f"{exact_budget:,} strings, else {references:,} sampled references"
                       + (", skew-normal extrapolation)" if method in ("auto", "extrapolated") else ")"),
-        "extraction": "rank: extracted when the item is the model's likeliest string of its format among those "
-                      "scored (Secret Sharer extraction by search over the space; a sampled space over-estimates)",
+        "extraction": (f"generation: extracted when one of the {generating['method']} continuations "
+                       f"(budget {generating['budget']}) of the words before the item holds it" if extraction ==
+                       "generation" else "rank: extracted when the item is the model's likeliest string of its "
+                       "format among those scored (Secret Sharer extraction by search over the space; a sampled "
+                       "space over-estimates)") + f" ({why})",
         "redaction": "texts shown as they are (show_pii=True)" if show_pii else
                      "texts redacted as <kind keyed-hash len=N>; show_pii=True shows them",
     }
     return PiiAudit(figures, kinds, len(texts), describe)
+
+
+def _extraction_method(model: Any, extraction: str) -> tuple[str, str]:
+    """The extraction that runs and why (``"auto"``: generation when the model can generate, else rank)."""
+    able, reason = can_generate(model)
+    if extraction == "generation" and not able:
+        raise TypeError(f"extraction='generation' needs a model that generates: {reason}; fix: pass the "
+                        "'lstm-lm' or 'causal-lm' target or a transformers causal LM, or extraction='rank'")
+    if extraction == "auto":
+        return ("generation", "auto: the model generates text") if able else \
+            ("rank", f"auto: the model cannot generate ({reason})")
+    return extraction, f"extraction={extraction!r} asked for"
 
 
 def _by_kind(items: Sequence[PiiItem]) -> str:
@@ -344,9 +375,11 @@ def exposure_summary(audit: PiiAudit) -> tuple[PiiItemFigure, float]:
 
 
 def share_extracted(audit: PiiAudit) -> tuple[int, int, float]:
-    """``(extracted, audited, mean chance of extraction)`` over the items with a measurable space."""
-    measured = audit.measured
+    """``(extracted, audited, mean chance of extraction)`` over the items whose extraction was measured."""
+    measured = [f for f in audit.figures if f.extracted is not None]
     if not measured:
-        exposure_summary(audit)
+        raise NoPiiFoundError("no PII item found could be tested for extraction (no same-format space of 2 or "
+                              "more strings to rank in, not a pass); fix: a model that generates "
+                              "(extraction='generation'), or detectors whose candidates() give a space")
     return sum(f.extracted for f in measured), len(measured), float(np.mean([f.extraction_chance for f in measured]))
 

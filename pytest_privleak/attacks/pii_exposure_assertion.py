@@ -55,8 +55,8 @@ def exposure_result(model: Any, dataset: Any, audit: PiiAudit, *, threshold: flo
     top, chance = exposure_summary(audit)
     e = top.exposure
     evidence = {"most_exposed": top.row(), **_evidence(audit, confidence)}
-    extra = {"items": float(len(audit.measured)), "mean_exposure": float(sum(f.exposure.value for f in audit.measured)
-                                                                         / len(audit.measured))}
+    values = [f.exposure.value for f in audit.measured]
+    extra = {"items": float(len(values)), "mean_exposure": float(sum(values) / len(values))}
     return LeakResult(attack="pii_exposure", metric="max_exposure_bits", value=e.value, threshold=threshold,
                       direction="at_most", interval=e.interval, confidence=e.confidence if e.method != "exact" else None,
                       chance=chance, ceiling=e.ceiling, label=_label(dataset, name), evidence=evidence, extra=extra,
@@ -85,7 +85,8 @@ def _limit(arg: str, value: Any, high: float, example: str) -> float:
     return float(value)
 
 
-def measure_pii_exposure(model: Any, dataset: Any, detectors: Any = "default", *, method: str = "auto",
+def measure_pii_exposure(model: Any, dataset: Any, detectors: Any = "default", *, extraction: str = "auto",
+                         generation: dict | None = None, method: str = "auto",
                          context: str = "sentence", references: int = DEFAULT_REFERENCES,
                          exact_budget: int = DEFAULT_EXACT_BUDGET, bootstrap: int = DEFAULT_BOOTSTRAP,
                          seed: int = 0, confidence: float = 0.95, batch_size: int = DEFAULT_BATCH,
@@ -99,15 +100,17 @@ def measure_pii_exposure(model: Any, dataset: Any, detectors: Any = "default", *
     ``pii_exposure.max_exposure_bits`` result (``threshold=None``); its evidence
     holds the per-item table (redacted unless ``show_pii=True``).
     """
-    options = dict(method=method, context=context, references=references, exact_budget=exact_budget,
-                   bootstrap=bootstrap, seed=seed, confidence=confidence, batch_size=batch_size,
-                   min_count=min_count, show_pii=show_pii, salt=salt)
+    options = dict(method=method, context=context, extraction=extraction, generation=generation,
+                   references=references, exact_budget=exact_budget, bootstrap=bootstrap, seed=seed,
+                   confidence=confidence, batch_size=batch_size, min_count=min_count, show_pii=show_pii,
+                   salt=salt)
     audit = _audit(model, dataset, detectors, options, name)
     return record(exposure_result(model, dataset, audit, threshold=None, confidence=confidence, name=name))
 
 
 def assert_pii_exposure_below(model: Any, dataset: Any, max_bits: float, detectors: Any = "default", *,
-                              method: str = "auto", context: str = "sentence", references: int = DEFAULT_REFERENCES,
+                              extraction: str = "auto", generation: dict | None = None, method: str = "auto",
+                              context: str = "sentence", references: int = DEFAULT_REFERENCES,
                               exact_budget: int = DEFAULT_EXACT_BUDGET, bootstrap: int = DEFAULT_BOOTSTRAP,
                               seed: int = 0, confidence: float = 0.95, batch_size: int = DEFAULT_BATCH,
                               min_count: int = 1, show_pii: bool = False, salt: str | bytes | None = None,
@@ -121,35 +124,43 @@ def assert_pii_exposure_below(model: Any, dataset: Any, max_bits: float, detecto
     __tracebackhide__ = True
     if isinstance(max_bits, bool) or not isinstance(max_bits, (int, float)) or not 0 <= max_bits < math.inf:
         raise ValueError(f"max_bits must be a finite number >= 0, got {max_bits!r}; fix: e.g. max_bits=10.0")
-    options = dict(method=method, context=context, references=references, exact_budget=exact_budget,
-                   bootstrap=bootstrap, seed=seed, confidence=confidence, batch_size=batch_size,
-                   min_count=min_count, show_pii=show_pii, salt=salt)
+    options = dict(method=method, context=context, extraction=extraction, generation=generation,
+                   references=references, exact_budget=exact_budget, bootstrap=bootstrap, seed=seed,
+                   confidence=confidence, batch_size=batch_size, min_count=min_count, show_pii=show_pii,
+                   salt=salt)
     audit = _audit(model, dataset, detectors, options, name)
     result = exposure_result(model, dataset, audit, threshold=float(max_bits), confidence=confidence, name=name)
     return check_covered(result, complete=True, covered="", rest="")
 
 
-def measure_pii_extraction(model: Any, dataset: Any, detectors: Any = "default", *, extraction: str = "rank",
-                           method: str = "auto", context: str = "sentence", references: int = DEFAULT_REFERENCES,
+def measure_pii_extraction(model: Any, dataset: Any, detectors: Any = "default", *, extraction: str = "auto",
+                           generation: dict | None = None, method: str = "auto", context: str = "sentence",
+                           references: int = DEFAULT_REFERENCES,
                            exact_budget: int = DEFAULT_EXACT_BUDGET, seed: int = 0, confidence: float = 0.95,
                            batch_size: int = DEFAULT_BATCH, min_count: int = 1, show_pii: bool = False,
                            salt: str | bytes | None = None, name: str | None = None) -> LeakResult:
     """Measure the share of the training data's PII items the model extracts; recorded.
 
-    ``extraction="rank"``: an item is extracted when the model ranks it first
-    among the same-format candidates scored (see :mod:`.pii_exposure`).
+    ``extraction``: ``"generation"`` (the words before the item prompt the
+    model; extracted when a continuation holds it; ``generation={"method":
+    "beam", "budget": 10}`` by default, or greedy / sampling), ``"rank"``
+    (extracted when the model ranks it first among the same-format candidates
+    scored) or ``"auto"`` (generation when the model can generate). See
+    :mod:`.pii_exposure`.
     Returns the ``pii_extraction.extracted_share`` result (``threshold=None``).
     """
-    options = dict(method=method, context=context, extraction=extraction, references=references,
-                   exact_budget=exact_budget, bootstrap=0, seed=seed, confidence=confidence, batch_size=batch_size,
-                   min_count=min_count, show_pii=show_pii, salt=salt)
+    options = dict(method=method, context=context, extraction=extraction, generation=generation,
+                   references=references, exact_budget=exact_budget, bootstrap=0, seed=seed,
+                   confidence=confidence, batch_size=batch_size, min_count=min_count, show_pii=show_pii,
+                   salt=salt)
     audit = _audit(model, dataset, detectors, options, name)
     return record(extraction_result(model, dataset, audit, threshold=None, confidence=confidence, name=name))
 
 
 def assert_pii_extraction_at_most(model: Any, dataset: Any, max_share: float, detectors: Any = "default", *,
-                                  extraction: str = "rank", method: str = "auto", context: str = "sentence",
-                                  references: int = DEFAULT_REFERENCES, exact_budget: int = DEFAULT_EXACT_BUDGET,
+                                  extraction: str = "auto", generation: dict | None = None, method: str = "auto",
+                                  context: str = "sentence", references: int = DEFAULT_REFERENCES,
+                                  exact_budget: int = DEFAULT_EXACT_BUDGET,
                                   seed: int = 0, confidence: float = 0.95, batch_size: int = DEFAULT_BATCH,
                                   min_count: int = 1, show_pii: bool = False, salt: str | bytes | None = None,
                                   name: str | None = None) -> LeakResult:
@@ -161,9 +172,10 @@ def assert_pii_extraction_at_most(model: Any, dataset: Any, max_share: float, de
     """
     __tracebackhide__ = True
     threshold = _limit("max_share", max_share, 1.0, "max_share=0.0 (no item may be extracted)")
-    options = dict(method=method, context=context, extraction=extraction, references=references,
-                   exact_budget=exact_budget, bootstrap=0, seed=seed, confidence=confidence, batch_size=batch_size,
-                   min_count=min_count, show_pii=show_pii, salt=salt)
+    options = dict(method=method, context=context, extraction=extraction, generation=generation,
+                   references=references, exact_budget=exact_budget, bootstrap=0, seed=seed,
+                   confidence=confidence, batch_size=batch_size, min_count=min_count, show_pii=show_pii,
+                   salt=salt)
     audit = _audit(model, dataset, detectors, options, name)
     result = extraction_result(model, dataset, audit, threshold=threshold, confidence=confidence, name=name)
     return check_covered(result, complete=True, covered="", rest="")

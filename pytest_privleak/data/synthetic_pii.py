@@ -87,11 +87,33 @@ class PiiCorpus:
         return [*resolve_detectors(["phone", "email", "card"]), AddressDetector(),
                 NameListDetector(self.first_names, self.last_names)]
 
+    seed: int = 0
+    digits: str = "spaced"
+
     def without(self, items: Iterable[PlantedPii]) -> NLUDataset:
-        """The dataset without the training tickets holding any of ``items`` (a control that never saw them)."""
-        texts = [p.text for p in items]
-        train = tuple(u for u in self.dataset.train if not any(t in u.text for t in texts))
-        return self.dataset.with_train(train, name=f"{self.dataset.name}-without{len(texts)}")
+        """A control: the same tickets, but each occurrence of ``items`` replaced by a fresh item of its kind.
+
+        The control model sees the same templates and as many PII items, never ``items``
+        (each replacement is new and seen once), so the audit of ``items`` on it is the
+        figure of a model that never trained on them.
+        """
+        gone = {(p.kind, p.text) for p in items}
+        rng = random.Random(f"synthetic_pii:{self.seed}:control")
+        maker = _Maker(rng, self.first_names, self.last_names, self.streets, self.digits == "spaced")
+        maker.seen.update(p.text for p in self.planted)
+        train = []
+        for u in self.dataset.train:
+            kinds = {t[2:] for t in u.tags if t.startswith("B-")}
+            hit = [(k, text) for k, text in gone if k in kinds and f" {text} " in f" {u.text} "]
+            if hit:
+                kind, text = hit[0]
+                start = next(i for i, t in enumerate(u.tags) if t == f"B-{kind}")
+                fresh = maker.draw(kind).split()
+                width = len(text.split())
+                tokens = u.tokens[:start] + tuple(fresh) + u.tokens[start + width:]
+                u = Utterance(tokens, spans_to_bio(len(tokens), [(start, start + len(fresh), kind)]), u.intent)
+            train.append(u)
+        return self.dataset.with_train(train, name=f"{self.dataset.name}-without{len(gone)}")
 
     def repeated(self, repeats: int) -> tuple[PlantedPii, ...]:
         return tuple(p for p in self.planted if p.repeats == repeats)
@@ -101,7 +123,8 @@ def _word(rng: random.Random, syllables: int, ends: Sequence[str]) -> str:
     return "".join(rng.choice(_ONSETS) + rng.choice(_VOWELS) for _ in range(syllables)) + rng.choice(ends)
 
 
-def _pool(rng: random.Random, size: int, syllables: Sequence[int], ends: Sequence[str], taken: set[str]) -> tuple[str, ...]:
+def _pool(rng: random.Random, size: int, syllables: Sequence[int], ends: Sequence[str],
+          taken: set[str]) -> tuple[str, ...]:
     out: list[str] = []
     while len(out) < size:
         word = _word(rng, rng.choice(syllables), ends)
@@ -212,4 +235,5 @@ def generate_pii_corpus(seed: int = 0, *, repeats: Sequence[int] = PAPER_STYLE_R
         valid.append(_ticket(rng.choice(_TEMPLATES[kind]), maker.draw(kind), kind) if i % 2 else
                      _ticket(rng.choice(_BACKGROUND), "", None))
     name = f"synthetic_pii(seed={seed}, repeats={tuple(repeats)}, digits={digits})"
-    return PiiCorpus(NLUDataset(tuple(train), tuple(valid), (), name=name), tuple(planted), firsts, lasts, streets)
+    return PiiCorpus(NLUDataset(tuple(train), tuple(valid), (), name=name), tuple(planted), firsts, lasts, streets,
+                     seed, digits)
