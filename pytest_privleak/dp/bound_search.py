@@ -41,6 +41,20 @@ def largest_rejected_rows(rejects: Callable[[np.ndarray], np.ndarray], rows: int
     return np.where(done, out, lo)
 
 
-def largest_rejected(rejects: Callable[[np.ndarray], np.ndarray], *, upper: float) -> float:
-    """One candidate: ``rejects`` maps a 1-D grid of θ to a bool array."""
-    return float(largest_rejected_rows(lambda grid: rejects(grid[0])[None, :], 1, upper=upper)[0])
+def largest_rejected(rejects: Callable[[float], bool], *, upper: float, tol: float = 1e-6) -> float:
+    """One candidate, by bisection: the largest θ in [0, upper] with ``rejects`` true below it (to ``tol``).
+
+    Returns 0 when θ = 0 is not rejected and ``upper`` when ``upper`` is; otherwise the bracket's
+    lower end, which is rejected.
+    """
+    if not rejects(0.0):
+        return 0.0
+    lo, hi = 0.0, min(1.0, upper)
+    while rejects(hi):
+        if hi >= upper:
+            return float(upper)
+        lo, hi = hi, min(2.0 * hi, upper)
+    while hi - lo > tol:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if rejects(mid) else (lo, mid)
+    return lo

@@ -9,7 +9,8 @@ papers' theorems hold for a number of guesses fixed before the data are seen.  T
 with probability at least 1 - significance, so their maximum does too.
 
 The default candidates depend on m only (never on the scores): guess totals halving from m down to
-about 8, each both one-sided (top only) and balanced (half top, half bottom).  Passing one pair fixed in
+about 8, each both one-sided (top only) and balanced (half top, half bottom), or only one of the two
+shapes when the caller knows which fits its canaries (fewer candidates: a smaller correction).  Passing one pair fixed in
 advance (say, chosen on a pilot run's canaries) costs no correction.
 
 Ties in score are broken by a fixed pseudo-random key per canary position (not by position, which a
@@ -49,9 +50,17 @@ class GuessCounts:
         return tuple(int(i) for i in np.concatenate([right, wrong]))
 
 
-def default_candidates(m: int) -> list[tuple[int, int]]:
-    """``(k_plus, k_minus)`` pairs that depend on m only: totals m, m/2, m/4, ... down to ~8 guesses,
-    each balanced (half top, half bottom) and, up to m/2, one-sided (top only)."""
+#: Which sides a default candidate guesses: "both" (balanced and top-only), "balanced" or "top".
+SIDES = ("both", "balanced", "top")
+
+
+def default_candidates(m: int, sides: str = "both") -> list[tuple[int, int]]:
+    """``(k_plus, k_minus)`` pairs that depend on m only: guess totals m, m/2, m/4, ... down to ~8, each
+    balanced (half top, half bottom: best when both tails of the scores tell, as for a Gaussian shift)
+    and/or, up to m/2, top-only (best when only members stand out, as for many input-space canaries)."""
+    if sides not in SIDES:
+        raise ValueError(f"guess_counts={sides!r} names no candidate set; fix: pass one of {', '.join(SIDES)}, "
+                         f"None or a list of (k_plus, k_minus) pairs")
     totals, c = [], m
     while c >= min(SMALLEST_TOTAL, m):
         totals.append(c)
@@ -61,7 +70,9 @@ def default_candidates(m: int) -> list[tuple[int, int]]:
     pairs: list[tuple[int, int]] = []
     for c in totals:
         balanced, top = (c - c // 2, c // 2), (c, 0)
-        for pair in (balanced, top) if 2 * c <= m else (balanced,):
+        shapes = {"both": (balanced, top) if 2 * c <= m else (balanced,), "balanced": (balanced,),
+                  "top": (top,) if 2 * c <= m or c == totals[-1] else ()}[sides]
+        for pair in shapes:
             if pair not in pairs:
                 pairs.append(pair)
     return pairs

@@ -52,8 +52,10 @@ def audit_one_run(scores, included, *, delta: float, confidence: float = 0.95, m
                   guess_counts=None) -> OneRunBound:
     """One-run ε lower bound at ``confidence`` from canary ``scores`` and their ``included`` draw.
 
-    ``guess_counts``: None (default candidates, Bonferroni over them) or a list of ``(k_plus, k_minus)``
-    fixed before the run (Bonferroni over that list; none for a single pair).
+    ``guess_counts``: None or "both" (the default candidates: balanced and top-only guesses), "balanced"
+    or "top" (only that shape), each fixed by m alone with Bonferroni over them; or a list of
+    ``(k_plus, k_minus)`` fixed before the run (Bonferroni over that list; none for a single pair).
+    ``included`` must be in an order fixed before the inclusion draw (canary ids, not sorted by inclusion).
     """
     scores, included = check_one_run_inputs(scores, included)
     check_delta(delta)
@@ -61,35 +63,33 @@ def audit_one_run(scores, included, *, delta: float, confidence: float = 0.95, m
     if method not in METHODS:
         raise ValueError(f"method={method!r} is not a one-run bound; fix: pass one of {', '.join(METHODS)}")
     m = len(scores)
-    given = guess_counts is not None
-    candidates = check_guess_counts(guess_counts, m) if given else default_candidates(m)
+    given = guess_counts is not None and not isinstance(guess_counts, str)
+    candidates = check_guess_counts(guess_counts, m) if given else default_candidates(m, guess_counts or "both")
     counts = count_correct(scores, included, candidates)
     significance = (1.0 - confidence) / len(candidates)
     guesses, correct = counts.guesses, counts.correct
 
     mu = fdp.mu_lcb(m, guesses, correct, significance=significance)
     eps_delta = fdp.epsilon_lcb_eps_delta(m, guesses, correct, significance=significance, delta=delta)
-    st = np.array([steinke.epsilon_lcb(m, int(g), int(c), significance=significance, delta=delta)
-                   for g, c in zip(guesses, correct)])
-    by_method = {"fdp": mu, "fdp-eps-delta": eps_delta, "steinke": st}
-    best = {name: int(np.argmax(values)) for name, values in by_method.items()}
+    st, st_j = steinke.best_epsilon_lcb(m, guesses, correct, significance=significance, delta=delta)
+    best = {"fdp": int(np.argmax(mu)), "fdp-eps-delta": int(np.argmax(eps_delta)), "steinke": st_j}
     j = best[method]
     mu_best = float(mu[best["fdp"]])
     eps = {"fdp": fdp.gdp_epsilon(mu_best, delta), "fdp-eps-delta": float(eps_delta[best["fdp-eps-delta"]]),
-           "steinke": float(st[best["steinke"]])}
+           "steinke": st}
     return OneRunBound(
         epsilon_lcb=eps[method], epsilon_lcb_fdp=eps["fdp"], epsilon_lcb_steinke=eps["steinke"], method=method,
         guesses=int(guesses[j]), correct=int(correct[j]), k_plus=int(counts.k_plus[j]),
         k_minus=int(counts.k_minus[j]), guessed=counts.guessed(j, included), confidence=confidence, delta=delta,
-        threshold_rule=_rule(candidates, given, confidence), mu_lcb=mu_best,
+        threshold_rule=_rule(candidates, None if given else (guess_counts or "both"), confidence), mu_lcb=mu_best,
         epsilon_lcb_fdp_eps_delta=eps["fdp-eps-delta"], canaries=m)
 
 
-def _rule(candidates, given: bool, confidence: float) -> str:
+def _rule(candidates, sides: str | None, confidence: float) -> str:
     alpha = 1.0 - confidence
     if len(candidates) == 1:
         return (f"guess counts {candidates[0]} fixed before the run (given): no correction, "
                 f"significance {alpha:g}")
-    where = "given" if given else "default, fixed by m alone"
+    where = "given" if sides is None else f"default {sides!r}, fixed by m alone"
     return (f"Bonferroni over {len(candidates)} candidate (k_plus, k_minus) ({where}): each tested at "
             f"significance {alpha:g}/{len(candidates)} = {alpha / len(candidates):.3g}, the best kept")

@@ -42,5 +42,20 @@ def epsilon_lcb(m: int, guesses: int, correct: int, *, significance: float, delt
     """Largest ε whose (ε, δ)-DP claim the observed ``correct`` of ``guesses`` rejects at ``significance``."""
     if guesses <= 0 or correct <= 0:
         return 0.0
-    return largest_rejected(lambda eps: p_value(m, guesses, correct, eps, delta) <= significance,
+    return largest_rejected(lambda eps: bool(p_value(m, guesses, correct, eps, delta)[0] <= significance),
                             upper=EPSILON_CAP)
+
+
+def best_epsilon_lcb(m: int, guesses, correct, *, significance: float, delta: float) -> tuple[float, int]:
+    """(largest ε_lcb over the candidates, its index); a candidate that cannot reject the best ε so far
+    is skipped (its own bound is then no larger), candidates tried from the highest precision down."""
+    guesses, correct = np.asarray(guesses), np.asarray(correct)
+    best, best_j = 0.0, 0
+    for j in np.argsort(-(correct / np.maximum(guesses, 1)), kind="stable"):
+        g, c = int(guesses[j]), int(correct[j])
+        if g <= 0 or c <= 0 or p_value(m, g, c, best, delta)[0] > significance:
+            continue
+        eps = epsilon_lcb(m, g, c, significance=significance, delta=delta)
+        if eps > best:
+            best, best_j = eps, int(j)
+    return best, best_j
