@@ -182,3 +182,24 @@ def test_the_built_in_causal_target_leaks_a_pin_said_10_times_and_not_one_never_
     with expect_leak(match="shortest-path"):
         assert_extraction_at_most(target, said, 0.0)
     assert assert_extraction_at_most(target, unsaid, 0.0).value == 0.0
+
+
+def test_a_hashed_target_is_not_attacked_twice_and_the_verdicts_come_from_the_loaded_result(lstm, canaries,
+                                                                                           tmp_path):
+    import copy
+
+    from helpers_result_cache import active_result_cache, without_cache_line
+    from pytest_privleak.cache import results as rc
+
+    pin, unseen = canaries
+    hashed = rc.mark_content_hash(copy.deepcopy(lstm), "cd" * 32)
+    with active_result_cache(tmp_path / "results"):
+        first = measure_extraction(hashed, unseen, max_expansions=3, batch_size=1)
+        again = measure_extraction(hashed, unseen, max_expansions=3, batch_size=1)
+        assert rc.LOADED_EVIDENCE in again.evidence and without_cache_line(again) == first.to_json()
+        with expect_leak(match="raise max_expansions") as caught:   # cut short, known from the loaded result
+            assert_extraction_at_most(hashed, unseen, 0.0, max_expansions=3, batch_size=1)
+        assert caught.type is InconclusiveAuditError
+        with expect_leak(match="method='auto'"):
+            measure_extraction(hashed, unseen, method="greedy")
+            assert_extraction_at_most(hashed, unseen, 0.0, method="greedy")

@@ -95,3 +95,18 @@ def test_a_leaking_gpt2_emits_its_records_and_never_the_unseen_ones():
     with expect_leak():
         assert_untargeted_extraction_at_most(model, list(RECORDS), 0, tokenizer=tok)
     assert assert_untargeted_extraction_at_most(model, list(UNSEEN_RECORDS), 0, tokenizer=tok).value == 0.0
+
+
+def test_a_hashed_target_is_not_sampled_twice(lstm, tmp_path):
+    import copy
+
+    from helpers_result_cache import active_result_cache, without_cache_line
+    from pytest_privleak.cache import results as rc
+
+    hashed = rc.mark_content_hash(copy.deepcopy(lstm), "ef" * 32)
+    with active_result_cache(tmp_path / "results"):
+        first = measure_untargeted_extraction(hashed, list(RECORDS), samples=32, top=8)
+        again = measure_untargeted_extraction(hashed, list(RECORDS), samples=32, top=8)
+        assert rc.LOADED_EVIDENCE in again.evidence and without_cache_line(again) == first.to_json()
+        with expect_leak(match="raise max_tokens"):
+            assert_untargeted_extraction_at_most(hashed, list(UNSEEN_RECORDS), 0, max_tokens=4, min_tokens=8)

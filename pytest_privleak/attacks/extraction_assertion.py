@@ -9,6 +9,9 @@ not cover what the default covers is inconclusive (:mod:`.inconclusive`): the
 search stopped by ``max_expansions`` before listing its guesses, or a weaker
 method (sampling, beam, greedy) where the default searches the most likely
 secrets exactly.
+
+A target from ``train_target`` measured the same way before is not attacked
+again: the result comes from the result cache (:mod:`pytest_privleak.cache.results`).
 """
 from __future__ import annotations
 
@@ -16,11 +19,11 @@ import dataclasses
 import math
 from typing import Any
 
+from ..cache.results import cached_results
 from ..results import LeakResult, record
 from ..stats import clopper_pearson
 from .exposure_assertion import target_facts
-from .extraction import (DEFAULT_BEAMS, DEFAULT_SAMPLES, DEFAULT_TOP_K, ExtractionMeasurement,
-                         extract_by_generation)
+from .extraction import DEFAULT_BEAMS, DEFAULT_SAMPLES, DEFAULT_TOP_K, ExtractionMeasurement, extract_by_generation
 from .extraction_search import DEFAULT_MAX_EXPANSIONS, DEFAULT_SEARCH_BATCH
 from .inconclusive import check_allow_inconclusive, check_covered
 
@@ -72,17 +75,27 @@ def extraction_result(model: Any, canaries: Any, m: ExtractionMeasurement, *, co
         extra["best_rank"] = float(min(ranks))
     label = name if name is not None else (m.canaries[0].canary if n == 1 else
                                            f"{n} canaries: {m.canaries[0].canary!r}, ...")
+    short = [c for c in m.canaries if c.cut_short and not c.extracted]
+    facts = {"extraction": m.method, "cut_short": [[c.canary, c.expansions, len(c.guesses)] for c in short]}
     return LeakResult(attack="extraction", metric="extraction_rate", value=k / n, threshold=None,
                       direction="at_most", interval=clopper_pearson(k, n, confidence), confidence=confidence,
                       chance=m.chance, ceiling=1.0, label=label, evidence=evidence, extra=extra, remedy=REMEDY,
-                      target={**target_facts(model), "extraction": m.method})
+                      target={**target_facts(model), **facts})
 
 
-def _measured(model, canaries, *, name, confidence, **options) -> tuple[LeakResult, ExtractionMeasurement]:
+def _measured(model, canaries, *, name, confidence, **options) -> LeakResult:
+    """The measured result: from the result cache when ``model`` has a content hash and the call ran before."""
     _check_name(name)
     confidence = _check_confidence(confidence)
-    m = extract_by_generation(model, canaries, **options)
-    return extraction_result(model, canaries, m, confidence=confidence, name=name), m
+
+    def compute() -> list[LeakResult]:
+        m = extract_by_generation(model, canaries, **options)
+        return [extraction_result(model, canaries, m, confidence=confidence, name=name)]
+
+    inputs = {"canaries": canaries, "name": name, "confidence": confidence,
+              **{k: v for k, v in options.items() if k != "tokenizer"}}
+    models = [model] if options.get("tokenizer") is None else [model, options["tokenizer"]]
+    return cached_results("extraction", models, inputs, compute)[0]
 
 
 def measure_extraction(model: Any, canaries: Any, *, tokenizer: Any = None, method: str = "auto",
@@ -95,22 +108,23 @@ def measure_extraction(model: Any, canaries: Any, *, tokenizer: Any = None, meth
     Same arguments as :func:`assert_extraction_at_most` without the limit. Returns the
     ``extraction.extraction_rate`` :class:`LeakResult` (``threshold=None``).
     """
-    result, _ = _measured(model, canaries, name=name, confidence=confidence, tokenizer=tokenizer, method=method,
+    result = _measured(model, canaries, name=name, confidence=confidence, tokenizer=tokenizer, method=method,
                           samples=samples, top_k=top_k, top_p=top_p, beams=beams, max_expansions=max_expansions,
                           batch_size=batch_size, seed=seed)
     return record(result)
 
 
-def coverage(m: ExtractionMeasurement, samples: int) -> tuple[bool, str, str]:
-    """``(complete, what was covered, what covers the rest)`` of an extraction (issue 23 item 4)."""
-    short = [c for c in m.canaries if c.cut_short and not c.extracted]
+def coverage(result: LeakResult, samples: int) -> tuple[bool, str, str]:
+    """``(complete, what was covered, what covers the rest)`` of an extraction result (issue 23 item 4)."""
+    short = result.target.get("cut_short") or []
     if short:
-        c = short[0]
-        return (False, f"the shortest-path search for {c.canary!r} stopped after {c.expansions:,} expanded partial "
-                        f"secrets with {len(c.guesses)} of its {samples} guesses listed",
-                f"raise max_expansions (now {c.expansions:,}) so the search lists all {samples} guesses")
-    if m.method != "shortest-path":
-        return (False, f"method={m.method!r} spent the budget on likely continuations, where the default "
+        text, expansions, listed = short[0]
+        return (False, f"the shortest-path search for {text!r} stopped after {expansions:,} expanded partial "
+                       f"secrets with {listed} of its {samples} guesses listed",
+                f"raise max_expansions (now {expansions:,}) so the search lists all {samples} guesses")
+    method = result.target.get("extraction")
+    if method != "shortest-path":
+        return (False, f"method={method!r} spent the budget on likely continuations, where the default "
                        f"(method='auto') lists each canary's {samples} most likely secrets exactly",
                 "method='auto' (the shortest-path search)")
     return True, "", ""
@@ -142,9 +156,9 @@ def assert_extraction_at_most(model: Any, canaries: Any, max_rate: float, *, tok
                                   or not 0 <= tolerance < math.inf):
         raise ValueError(f"tolerance must be a number >= 0 or None, got {tolerance!r}; fix: e.g. tolerance=0.1")
     allow = check_allow_inconclusive(allow_inconclusive)
-    result, m = _measured(model, canaries, name=name, confidence=confidence, tokenizer=tokenizer, method=method,
+    result = _measured(model, canaries, name=name, confidence=confidence, tokenizer=tokenizer, method=method,
                           samples=samples, top_k=top_k, top_p=top_p, beams=beams, max_expansions=max_expansions,
                           batch_size=batch_size, seed=seed)
-    complete, covered, rest = coverage(m, samples)
+    complete, covered, rest = coverage(result, samples)
     return check_covered(dataclasses.replace(result, threshold=threshold, tolerance=tolerance),
                          complete=complete, covered=covered, rest=rest, allow_inconclusive=allow)

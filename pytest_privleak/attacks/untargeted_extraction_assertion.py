@@ -14,6 +14,7 @@ import dataclasses
 import math
 from typing import Any
 
+from ..cache.results import cached_results
 from ..results import LeakResult, record
 from ..stats import clopper_pearson
 from .exposure_assertion import target_facts
@@ -46,23 +47,32 @@ def _result(model: Any, m: UntargetedExtraction, chance: float | None, *, min_to
     return LeakResult(attack="untargeted_extraction", metric="training_spans", value=float(len(m.spans)),
                       threshold=None, direction="at_most", interval=None, confidence=confidence, chance=chance,
                       label=name if name is not None else f"{m.metric}, top {top} of {samples}, >= {min_tokens} words",
-                      evidence=evidence, remedy=REMEDY, target={**target_facts(model), "ranking": m.metric},
+                      evidence=evidence, remedy=REMEDY,
+                      target={**target_facts(model), "ranking": m.metric, "top": top, "long_enough": m.long_enough},
                       extra={"emitting_rate": m.emitting / top, "rate_low": low, "rate_high": high})
 
 
-def _measured(model, training_data, *, reference, reference_tokenizer, name, confidence, **options):
+def _measured(model, training_data, *, reference, reference_tokenizer, name, confidence, **options) -> LeakResult:
+    """The measured result: from the result cache when every model has a content hash and the call ran before."""
     _check_name(name)
     confidence = _check_confidence(confidence)
-    m = untargeted_extraction(model, training_data, reference=reference, reference_tokenizer=reference_tokenizer,
-                              **options)
-    chance = None
-    if reference is not None:   # the same procedure on a model that never saw the records
-        ref_options = {k: v for k, v in options.items() if k != "tokenizer"}
-        ref_options["metric"] = "zlib" if m.metric == "reference" else m.metric
-        chance = float(len(untargeted_extraction(reference, training_data, tokenizer=reference_tokenizer,
-                                                 **ref_options).spans))
-    return _result(model, m, chance, min_tokens=options["min_tokens"], confidence=confidence, name=name,
-                   samples=options["samples"]), m
+
+    def compute() -> list[LeakResult]:
+        m = untargeted_extraction(model, training_data, reference=reference,
+                                  reference_tokenizer=reference_tokenizer, **options)
+        chance = None
+        if reference is not None:   # the same procedure on a model that never saw the records
+            ref_options = {k: v for k, v in options.items() if k != "tokenizer"}
+            ref_options["metric"] = "zlib" if m.metric == "reference" else m.metric
+            chance = float(len(untargeted_extraction(reference, training_data, tokenizer=reference_tokenizer,
+                                                     **ref_options).spans))
+        return [_result(model, m, chance, min_tokens=options["min_tokens"], confidence=confidence, name=name,
+                        samples=options["samples"])]
+
+    models = [m for m in (model, options.get("tokenizer"), reference, reference_tokenizer) if m is not None]
+    inputs = {"training_data": training_data, "name": name, "confidence": confidence,
+              **{k: v for k, v in options.items() if k != "tokenizer"}}
+    return cached_results("untargeted_extraction", models, inputs, compute)[0]
 
 
 def measure_untargeted_extraction(model: Any, training_data: Any, *, tokenizer: Any = None, reference: Any = None,
@@ -75,7 +85,7 @@ def measure_untargeted_extraction(model: Any, training_data: Any, *, tokenizer: 
 
     Same arguments as :func:`assert_untargeted_extraction_at_most` without the limit.
     """
-    result, _ = _measured(model, training_data, reference=reference, reference_tokenizer=reference_tokenizer,
+    result = _measured(model, training_data, reference=reference, reference_tokenizer=reference_tokenizer,
                           name=name, confidence=confidence, tokenizer=tokenizer, metric=metric, samples=samples,
                           top=top, top_k=top_k, top_p=top_p, max_tokens=max_tokens, min_tokens=min_tokens, seed=seed)
     return record(result)
@@ -111,12 +121,12 @@ def assert_untargeted_extraction_at_most(model: Any, training_data: Any, max_spa
                                   or not 0 <= tolerance < math.inf):
         raise ValueError(f"tolerance must be a number >= 0 or None, got {tolerance!r}; fix: e.g. tolerance=1")
     allow = check_allow_inconclusive(allow_inconclusive)
-    result, m = _measured(model, training_data, reference=reference, reference_tokenizer=reference_tokenizer,
+    result = _measured(model, training_data, reference=reference, reference_tokenizer=reference_tokenizer,
                           name=name, confidence=confidence, tokenizer=tokenizer, metric=metric, samples=samples,
                           top=top, top_k=top_k, top_p=top_p, max_tokens=max_tokens, min_tokens=min_tokens, seed=seed)
-    top_n = len(m.ranked)
-    complete = 2 * m.long_enough >= top_n
-    covered = (f"only {m.long_enough} of the {top_n} top-ranked samples have >= {min_tokens} words, so most could "
+    top_n, long_enough = result.target["top"], result.target["long_enough"]
+    complete = 2 * long_enough >= top_n
+    covered = (f"only {long_enough} of the {top_n} top-ranked samples have >= {min_tokens} words, so most could "
                "not show a training span")
     rest = f"raise max_tokens (now {max_tokens}) or lower min_tokens (now {min_tokens})"
     return check_covered(dataclasses.replace(result, threshold=float(max_spans), tolerance=tolerance),
