@@ -1,0 +1,207 @@
+"""DP-SGD training pipelines for the DP audit's tests and bench: one correct, the rest deliberately broken.
+
+A tiny intent classifier (hashed token embeddings summed, then a linear
+layer) trained with Opacus: Poisson sampling, per-sample clipping, noise from
+the RDP accountant for the claimed (ε, δ). Tokens are hashed into a fixed
+number of buckets, so the model's shape never depends on the (private)
+training data: a vocabulary built from the data would itself leak which
+canaries went in.
+
+``train(dataset, seed=..., epsilon=..., delta=..., bug=...)`` follows the
+``train_own_model`` contract and the white-box audit hook protocol of
+:mod:`pytest_privleak.dp.gradient_canaries` (``audit_hook(optimizer,
+sample_rate=q)`` once the DP optimizer exists). ``bug`` picks one of the
+seeded bugs (:data:`BUGS`), each what a DP-SGD user actually gets wrong:
+
+- ``noise-off``: noise multiplier 0, the ε claimed all the same;
+- ``noise-div10``: a tenth of the accountant's noise multiplier;
+- ``clip-off``: per-sample gradients summed unclipped (noise still σ·C);
+- ``per-batch-clip``: the batch's mean gradient clipped to C instead of each
+  sample's, noise σ·C / B on the mean (``clip_grad_norm_`` on the batch);
+- ``rate-misreported``: the accountant is told a sampling rate 10× smaller
+  than the loader's;
+- ``weighted-sampler``: a class-balancing ``WeightedRandomSampler`` kept (no
+  Poisson sampling; ``class_weights`` fixed in the config from the data's
+  intent counts), the accountant told ``1 / len(loader)`` (opacus 813, 600):
+  rare-class records are drawn far more often than the accountant knows,
+  some twice in a batch;
+- ``fixed-batches``: shuffled fixed-size batches where the accountant assumes
+  Poisson sampling (opacus 80);
+- ``loss-normalisation``: the noisy sum divided by the batch's actual size, a
+  data-dependent normaliser the accountant does not model (opacus 819, 571).
+"""
+from __future__ import annotations
+
+import functools
+import zlib
+
+import torch
+from torch import nn
+
+from pytest_privleak.data.types import NLUDataset
+
+BUCKETS = 4096
+DIM = 8
+MAX_TOKENS = 12
+BUGS = ("none", "noise-off", "noise-div10", "clip-off", "per-batch-clip", "rate-misreported", "weighted-sampler",
+        "fixed-batches", "loss-normalisation")
+
+
+def bucket(token: str) -> int:
+    """Stable hash of a token into 1 .. BUCKETS - 1 (0 is padding)."""
+    return 1 + zlib.crc32(token.encode("utf-8")) % (BUCKETS - 1)
+
+
+def encode(utterances, intents) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Token buckets ``[N, MAX_TOKENS]`` (0-padded), mask, and intent indices."""
+    index = {intent: i for i, intent in enumerate(intents)}
+    ids = torch.zeros(len(utterances), MAX_TOKENS, dtype=torch.long)
+    for row, u in enumerate(utterances):
+        tokens = [bucket(t) for t in u.tokens[:MAX_TOKENS]]
+        ids[row, :len(tokens)] = torch.tensor(tokens)
+    labels = torch.tensor([index[u.intent] for u in utterances], dtype=torch.long)
+    return ids, (ids > 0).float(), labels
+
+
+class HashedBagClassifier(nn.Module):
+    """Sum of hashed token embeddings, then a linear layer over the intents."""
+
+    def __init__(self, intents) -> None:
+        super().__init__()
+        self.intents = tuple(intents)
+        n_intents = len(self.intents)
+        self.embedding = nn.Embedding(BUCKETS, DIM)
+        nn.init.normal_(self.embedding.weight, std=0.01)  # small: an unseen token reads as (almost) nothing
+        self.output = nn.Linear(DIM, n_intents)
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.output((self.embedding(ids) * mask.unsqueeze(-1)).sum(1))
+
+
+def build(dataset: NLUDataset) -> HashedBagClassifier:
+    return HashedBagClassifier(dataset.intents)
+
+
+class Scorer:
+    """SequenceScorer: the training loss (cross-entropy of the utterance's own intent); lower = more likely."""
+
+    def __init__(self, module: HashedBagClassifier) -> None:
+        self.module = module
+        self.intents = module.intents
+
+    def score(self, utterances) -> "object":
+        ids, mask, labels = encode(list(utterances), self.intents)
+        with torch.no_grad():
+            logits = self.module(ids, mask)
+        return nn.functional.cross_entropy(logits, labels, reduction="none").numpy()
+
+
+def imbalanced(dataset: NLUDataset, rare_share: float = 0.05) -> NLUDataset:
+    """``dataset`` with its first intent kept at ``rare_share`` of its training utterances (for the sampler bug)."""
+    rare = dataset.intents[0]
+    kept, seen = [], 0
+    for u in dataset.train:
+        if u.intent == rare:
+            seen += 1
+            if seen % round(1 / rare_share):
+                continue
+        kept.append(u)
+    return dataset.with_train(kept, name=f"{dataset.name} rare {rare}")
+
+
+@functools.lru_cache(maxsize=None)
+def class_weights(dataset: NLUDataset) -> dict[str, float]:
+    """Class-balancing sampling weights (1 / training count per intent), fixed in the config before auditing."""
+    counts = {intent: 0 for intent in dataset.intents}
+    for u in dataset.train:
+        counts[u.intent] += 1
+    return {intent: 1.0 / max(count, 1) for intent, count in counts.items()}
+
+
+def _noise_multiplier(epsilon: float, delta: float, sample_rate: float, steps: int) -> float:
+    from opacus.accountants.utils import get_noise_multiplier
+
+    return float(get_noise_multiplier(target_epsilon=epsilon, target_delta=delta, sample_rate=sample_rate,
+                                      steps=steps, accountant="rdp"))
+
+
+def _broken_optimizer(optimizer, bug: str, expected_batch_size: int):
+    """Swap the DPOptimizer's clipping / scaling for the bug's (a subclass chosen at run time)."""
+    from opacus.optimizers import DPOptimizer
+    from opacus.optimizers.optimizer import _mark_as_processed
+
+    if bug == "clip-off":
+        def clip_and_accumulate(self):
+            for p in self.params:
+                grad = self._get_flat_grad_sample(p).sum(0)
+                p.summed_grad = grad if p.summed_grad is None else p.summed_grad + grad
+                _mark_as_processed(p.grad_sample)
+    elif bug == "per-batch-clip":
+        def clip_and_accumulate(self):
+            grads = [self._get_flat_grad_sample(p).sum(0) for p in self.params]
+            norm = torch.sqrt(sum((g / expected_batch_size).pow(2).sum() for g in grads))
+            factor = min(1.0, self.max_grad_norm / (float(norm) + 1e-6))
+            for p, g in zip(self.params, grads):
+                p.summed_grad = g * factor
+                _mark_as_processed(p.grad_sample)
+        # noise stays sigma*C on the sum (sigma*C/B on the mean), as the accountant assumed for per-sample clipping
+    elif bug == "loss-normalisation":
+        def scale_grad(self):
+            actual = max(1, self._actual_batch_size)
+            for p in self.params:
+                p.grad /= actual
+    else:
+        return optimizer
+    methods = {k: v for k, v in locals().items() if k in ("clip_and_accumulate", "scale_grad")}
+    optimizer.__class__ = type(f"Broken{bug.title().replace('-', '')}", (DPOptimizer,), methods)
+    return optimizer
+
+
+def train(dataset: NLUDataset, seed: int, epsilon: float = 2.0, delta: float = 1e-5, bug: str = "none",
+          epochs: int = 4, batch_size: int = 64, lr: float = 8.0, max_grad_norm: float = 1.0,
+          class_weights: dict | None = None, audit_hook=None) -> HashedBagClassifier:
+    """Train the classifier with (possibly broken) DP-SGD claiming (``epsilon``, ``delta``); see the module doc."""
+    from opacus import PrivacyEngine
+    from torch.utils.data import DataLoader, TensorDataset, WeightedRandomSampler
+
+    if bug not in BUGS:
+        raise ValueError(f"bug must be one of {BUGS}, got {bug!r}")
+    torch.manual_seed(seed)
+    ids, mask, labels = encode(dataset.train, dataset.intents)
+    n = len(labels)
+    data = TensorDataset(ids, mask, labels)
+    model = build(dataset)
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    sample_rate = batch_size / n
+    steps = max(1, round(epochs / sample_rate))
+    told_rate = sample_rate / 10 if bug == "rate-misreported" else sample_rate
+    sigma = _noise_multiplier(epsilon, delta, told_rate, steps)
+    sigma = 0.0 if bug == "noise-off" else sigma / 10 if bug == "noise-div10" else sigma
+    poisson = bug not in ("weighted-sampler", "fixed-batches")
+    if bug == "weighted-sampler":
+        if class_weights is None:
+            raise ValueError("bug='weighted-sampler' needs class_weights= (intent -> weight)")
+        weight = torch.tensor([float(class_weights[intent]) for intent in dataset.intents])
+        sampler = WeightedRandomSampler(weight[labels], num_samples=n, replacement=True)
+        loader = DataLoader(data, batch_size=batch_size, sampler=sampler)
+    else:
+        loader = DataLoader(data, batch_size=batch_size, shuffle=True, drop_last=not poisson)
+    engine = PrivacyEngine(accountant="rdp")
+    model, optimizer, loader = engine.make_private(module=model, optimizer=optimizer, data_loader=loader,
+                                                   noise_multiplier=sigma, max_grad_norm=max_grad_norm,
+                                                   poisson_sampling=poisson)
+    optimizer = _broken_optimizer(optimizer, bug, batch_size)
+    if audit_hook is not None:
+        audit_hook(optimizer, sample_rate=sample_rate)
+    loss_fn = nn.CrossEntropyLoss()
+    done = 0
+    while done < steps:
+        for x, m, y in loader:
+            optimizer.zero_grad()
+            optimizer._actual_batch_size = len(y)
+            loss_fn(model(x, m), y).backward()
+            optimizer.step()
+            done += 1
+            if done >= steps:
+                break
+    return model._module
