@@ -93,8 +93,12 @@ def base_folder(base: str) -> Path | None:
     from transformers.models.auto import modeling_auto
 
     causal = set(modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
-    if config.get("model_type") not in causal:
-        raise ValueError(f"base={base!r}: {folder} holds a {config.get('model_type')!r} model, which is not a causal "
+    heads = config.get("architectures") or []
+    is_causal = any(h.endswith(("ForCausalLM", "LMHeadModel")) for h in heads) if heads else \
+        config.get("model_type") in causal
+    if not is_causal:
+        raise ValueError(f"base={base!r}: {folder} holds a {config.get('model_type')!r} model "
+                         f"({', '.join(heads) or 'no head named'}), which is not a causal "
                          f"language model (e.g. BERT or MiniLM are masked encoders); fix: pass a GPT-2-like causal "
                          f"LM folder, or {TINY_BASE!r}")
     return folder
