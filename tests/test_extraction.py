@@ -203,3 +203,90 @@ def test_a_hashed_target_is_not_attacked_twice_and_the_verdicts_come_from_the_lo
         with expect_leak(match="method='auto'"):
             measure_extraction(hashed, unseen, method="greedy")
             assert_extraction_at_most(hashed, unseen, 0.0, method="greedy")
+
+
+class Markov:
+    """A TokenGenerator whose next-token distribution depends on the last token only (a table), for hand sums."""
+
+    eos_id = None
+    vocab_size = 4
+
+    def __init__(self, seed: int = 0):
+        self.table = torch.log_softmax(torch.randn(5, 4, generator=torch.Generator().manual_seed(seed)), -1)
+
+    def encode_prefix(self, words):
+        return [int(w) for w in words]
+
+    def encode_words(self, words):
+        return [[int(c) for c in w] for w in words]
+
+    def decode(self, ids):
+        return [str(i) for i in ids]
+
+    def start(self, prefixes):
+        last = torch.tensor([p[-1] if p else 4 for p in prefixes])
+        return self.table[last], last
+
+    def step(self, state, tokens):
+        return self.table[tokens], tokens
+
+    def select(self, state, rows):
+        return state[rows]
+
+
+def test_search_over_words_of_several_pieces_is_exact():
+    """Words '0', '12', '3' (the middle one two pieces): all 27 three-word secrets listed in hand-summed order."""
+    gen = Markov()
+    words = ["0", "12", "3"]
+    pieces = gen.encode_words(words)
+
+    def bits(secret):
+        last, total = 2, 0.0           # the prefix is the token 2
+        for w in secret:
+            for t in pieces[w]:
+                total -= float(gen.table[last, t])
+                last = t
+        return total / math.log(2)
+
+    space = [(a, b, c) for a in range(3) for b in range(3) for c in range(3)]
+    found = shortest_path_search(gen, [2], pieces, 3, guesses=27, batch=4)
+    assert sorted(found.secrets) == space      # each once (a Markov table ties reordered words: order by cost)
+    np.testing.assert_allclose(found.costs, sorted(bits(s) for s in space), rtol=1e-5)
+    np.testing.assert_allclose(found.costs, [bits(s) for s in found.secrets], rtol=1e-5)
+    assert isinstance(gen, __import__("pytest_privleak.adapters.generation", fromlist=["TokenGenerator"]).TokenGenerator)
+
+
+def test_beam_search_with_every_beam_is_the_exact_ranking():
+    """With beams >= |V|^(T-1) nothing is pruned: beam order is the hand ranking of all |V|^T continuations."""
+    from pytest_privleak.adapters.generation import beam_search
+
+    gen = Markov(seed=1)
+    g = beam_search(gen, [[1]], beams=16, max_tokens=2)
+    every = [(a, b) for a in range(4) for b in range(4)]
+    total = {s: float(gen.table[1, s[0]] + gen.table[s[0], s[1]]) for s in every}
+    expected = sorted(every, key=lambda s: -total[s])[:16]
+    assert [tuple(r) for r in g.ids.tolist()] == expected
+    np.testing.assert_allclose(g.log_prob.numpy(), [total[s] for s in expected], rtol=1e-6)
+
+
+def test_top_k_and_nucleus_filters_by_hand():
+    from pytest_privleak.adapters.generation import filter_top_k_top_p
+
+    lp = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
+    keep = lambda out: torch.isfinite(out)[0].tolist()  # noqa: E731
+    assert keep(filter_top_k_top_p(lp, 2, None)) == [True, True, False, False]
+    assert keep(filter_top_k_top_p(lp, None, 0.8)) == [True, True, False, False]    # 0.5 + 0.3 reaches 0.8
+    assert keep(filter_top_k_top_p(lp, None, 0.81)) == [True, True, True, False]
+    assert keep(filter_top_k_top_p(lp[:, [3, 1, 0, 2]], None, 0.5)) == [False, False, True, False]
+
+
+def test_the_transformers_adapter_generates_as_its_model(gpt2_untrained=None):
+    """A wrapper holding .model and .tokenizer (from_transformers' causal-LM scorer) generates as the pair."""
+    from pytest_privleak.adapters import from_transformers
+
+    tok = word_tokenizer("my pin code is play".split() + list("0123456789"))
+    model = tiny_gpt2(len(tok), seed=2).eval()
+    direct = generate_from_prefixes(model, ["my pin code is"], method="beam", budget=3, max_tokens=4, tokenizer=tok)
+    wrapped = generate_from_prefixes(from_transformers(model, tok), ["my pin code is"], method="beam", budget=3,
+                                     max_tokens=4)
+    assert direct == wrapped and len(direct[0]) == 3

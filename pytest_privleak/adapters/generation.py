@@ -366,8 +366,7 @@ def beam_search(generator: TokenGenerator, prefixes: Sequence[Sequence[int]], *,
     lp = log_probs.float().cpu()
     score, token = lp.topk(min(beams, vocab), dim=-1)                     # [P, b]
     width = score.shape[1]
-    parents = torch.arange(n).repeat_interleave(width)
-    state = generator.select(state, parents)
+    state = generator.select(state, torch.arange(n).repeat_interleave(width))
     seqs = token.reshape(-1, 1)
     score = score.reshape(-1).double()
     for _ in range(max_tokens - 1):
@@ -379,11 +378,12 @@ def beam_search(generator: TokenGenerator, prefixes: Sequence[Sequence[int]], *,
             finished[:, eos] = 0.0
             lp = torch.where(done.unsqueeze(1), finished, lp)
         joint = (score.unsqueeze(1) + lp).reshape(n, -1)                  # [P, b * V]
-        score, flat = joint.topk(width, dim=-1)
+        grown = min(beams, joint.shape[1])                                # fewer than `beams` only at the start
+        score, flat = joint.topk(grown, dim=-1)
         parent = (flat // vocab) + torch.arange(n).unsqueeze(1) * width
         parent, token = parent.reshape(-1), (flat % vocab).reshape(-1)
         seqs = torch.cat([seqs[parent], token.unsqueeze(1)], dim=1)
-        score = score.reshape(-1)
+        score, width = score.reshape(-1), grown
         state = generator.select(state, parent)
     return Generations(seqs, score, torch.arange(n).repeat_interleave(width))
 
