@@ -73,7 +73,8 @@ def test_one_run_bad_guess_counts(counts, match):
 
 
 def test_one_run_unknown_method():
-    with pytest.raises(ValueError, match=r"method='gdp' is not a one-run bound; fix: pass one of fdp, fdp-eps-delta, steinke"):
+    with pytest.raises(ValueError, match=r"method='gdp' is not a one-run bound; fix: pass one of fdp, fdp-eps-delta, "
+                                           r"steinke"):
         audit_one_run(SCORES, INCLUDED, delta=1e-5, method="gdp")
 
 
@@ -90,7 +91,8 @@ def test_distinguish_bad_confidence(confidence):
 
 
 def test_distinguish_too_few_runs():
-    with pytest.raises(ValueError, match=r"scores_without holds 1 run\(s\); .*at least 2 runs per group.*fix: train more"):
+    with pytest.raises(ValueError, match=r"scores_without holds 1 run\(s\); .*at least 2 runs per "
+                                           r"group.*fix: train more"):
         audit_distinguish([1.0, 2.0], [0.0], delta=1e-5)
 
 

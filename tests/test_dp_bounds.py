@@ -93,7 +93,7 @@ def test_zero_correct_guesses_bound_nothing():
 
 
 def test_one_right_guess_never_rejects():
-    """One guess is right w.p. >= 1/2 under any claim (q >= 1/2, Φ(μ/2) >= 1/2), so no bound below 1/2 significance."""
+    """One guess is right w.p. >= 1/2 under any claim (q >= 1/2, Φ(μ/2) >= 1/2): no bound at significance < 1/2."""
     m = 100
     included = np.arange(m) < 50
     bound = audit_one_run(separated(m, included), included, delta=DELTA, guess_counts=[(1, 0)])
@@ -283,8 +283,8 @@ def test_our_maths_matches_jax_privacy_at_equal_counts():
 
 @pytest.mark.parametrize("epsilon,m", [(4.0, 1000), (8.0, 1000), (4.0, 10000)])
 def test_our_fdp_bound_is_at_least_jax_privacys_and_never_above_the_truth(epsilon, m):
-    """On identical Gaussian canary scores (6 fixed seeds; 4 at m = 10000): our f-DP bound's mean is at least jax_privacy's
-    ``epsilon_one_run_fdp`` (Bonferroni, its default) and every bound of both stays below the true ε.
+    """On identical Gaussian canary scores (6 fixed seeds; 4 at m = 10000): our f-DP bound's mean is at least
+    jax_privacy's ``epsilon_one_run_fdp`` (Bonferroni, its default) and every bound of both stays below the true ε.
 
     Where it does NOT hold: per seed jax's can be higher, and at ε = 1 with m = 1000 (both bounds near 0)
     its mean was (0.168 vs our 0.159 on these seeds): jax divides the significance by the number of ROC-hull

@@ -3,7 +3,7 @@ run" (arXiv 2410.22235, ICML 2025).
 
 Same experiment as Steinke et al. (m canaries, each in with probability 1/2, c guesses, c' right), read
 through a trade-off curve f instead of (ε, δ).  The paper's Sec. 4 bounds the probability τ of making
-at least c' correct guesses by a recursion over the guesses ("audit_rh"): starting from
+at least c' correct guesses by a recursion over the guesses ("audit_rh", with r capped at 1): starting from
 r = τ c'/m (mass of correct guesses) and h = τ (c - c')/m (mass of wrong ones), for i = c'-1 down to 0
 
     h' = max(h, f(1 - r)),      r' = min(1, r + i / (c - i) · (h' - h)),
@@ -41,7 +41,8 @@ EPSILON_CAP = 50.0
 
 
 def gaussian_floor(r: np.ndarray, mu: np.ndarray) -> np.ndarray:
-    """f_μ(1 - r) = Φ(Φ⁻¹(r) - μ): the least mass a μ-GDP mechanism gives the wrong side of an event of mass r."""
+    """f_μ(1 - r) = Φ(Φ⁻¹(r) - μ): the least mass a μ-GDP mechanism gives the wrong side of an event of
+    mass r."""
     return ndtr(ndtri(np.clip(r, 0.0, 1.0)) - mu)
 
 

@@ -10,8 +10,8 @@ with probability at least 1 - significance, so their maximum does too.
 
 The default candidates depend on m only (never on the scores): guess totals halving from m down to
 about 8, each both one-sided (top only) and balanced (half top, half bottom), or only one of the two
-shapes when the caller knows which fits its canaries (fewer candidates: a smaller correction).  Passing one pair fixed in
-advance (say, chosen on a pilot run's canaries) costs no correction.
+shapes when the caller knows which fits its canaries (fewer candidates: a smaller correction).
+Passing one pair fixed in advance (say, chosen on a pilot run's canaries) costs no correction.
 
 Ties in score are broken by a fixed pseudo-random key per canary position (not by position, which a
 caller might have ordered by inclusion), so the guesses are a deterministic function of the scores.

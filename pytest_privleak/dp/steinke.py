@@ -3,7 +3,7 @@
 m canaries are each included with probability 1/2; an auditor makes r guesses (abstaining on the
 rest) and v of them are right.  For an (ε, 0)-DP algorithm the number of correct guesses is
 stochastically dominated by Binomial(r, e^ε / (1 + e^ε)) (Sec. 3, Theorem 3.1).  With δ > 0 the tail
-gains a term (the paper's approximate-DP theorem, Sec. 5):
+gains a term (the paper's approximate-DP theorem, and the p-value routine of its appendix):
 
     P[W >= v] <= F(v) + 2 m δ · max_{1 <= i <= v} (F(v - i) - F(v)) / i,   F(u) = P[Binomial(r, q) >= u].
 
