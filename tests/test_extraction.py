@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from helpers_generation import leaky_corpus, leaky_gpt2, leaky_lstm, tiny_gpt2, word_tokenizer
-from pytest_privleak.adapters.generation import generate, generate_from_prefixes, generator_for, sample
+from pytest_privleak.adapters.generation import (TokenGenerator, generate, generate_from_prefixes, generator_for,
+                                                 sample)
 from pytest_privleak.attacks.extraction import extract_by_generation
 from pytest_privleak.attacks.extraction_assertion import assert_extraction_at_most, measure_extraction
 from pytest_privleak.attacks.extraction_search import shortest_path_search
@@ -253,7 +254,7 @@ def test_search_over_words_of_several_pieces_is_exact():
     assert sorted(found.secrets) == space      # each once (a Markov table ties reordered words: order by cost)
     np.testing.assert_allclose(found.costs, sorted(bits(s) for s in space), rtol=1e-5)
     np.testing.assert_allclose(found.costs, [bits(s) for s in found.secrets], rtol=1e-5)
-    assert isinstance(gen, __import__("pytest_privleak.adapters.generation", fromlist=["TokenGenerator"]).TokenGenerator)
+    assert isinstance(gen, TokenGenerator)
 
 
 def test_beam_search_with_every_beam_is_the_exact_ranking():
@@ -280,7 +281,7 @@ def test_top_k_and_nucleus_filters_by_hand():
     assert keep(filter_top_k_top_p(lp[:, [3, 1, 0, 2]], None, 0.5)) == [False, False, True, False]
 
 
-def test_the_transformers_adapter_generates_as_its_model(gpt2_untrained=None):
+def test_the_transformers_adapter_generates_as_its_model():
     """A wrapper holding .model and .tokenizer (from_transformers' causal-LM scorer) generates as the pair."""
     from pytest_privleak.adapters import from_transformers
 
