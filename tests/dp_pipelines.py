@@ -205,3 +205,16 @@ def train(dataset: NLUDataset, seed: int, epsilon: float = 2.0, delta: float = 1
             if done >= steps:
                 break
     return model._module
+
+
+def train_ignoring_seed(dataset: NLUDataset, seed: int, **config) -> HashedBagClassifier:
+    """A broken train function for the bad-input tests: it reseeds with a constant, whatever ``seed`` says."""
+    return train(dataset, seed=0, **config)
+
+
+def train_nan(dataset: NLUDataset, seed: int, **config) -> HashedBagClassifier:
+    """A broken train function for the bad-input tests: its weights come back NaN (a diverged run)."""
+    model = train(dataset, seed=seed, **config)
+    with torch.no_grad():
+        model.output.weight.fill_(float("nan"))
+    return model

@@ -224,8 +224,8 @@ def _one_run(trainer: _Trainer, threat: str, dataset, epsilon: float, delta: flo
         from ..dp.canaries import draw_inclusion
 
         if isinstance(canaries, bool) or not isinstance(canaries, int) or canaries < 2:
-            raise ValueError(f"white-box gradient canaries are made by the audit: canaries must be their count, an "
-                             f"integer >= 2, got {type(canaries).__name__}; fix: e.g. canaries=500")
+            raise ValueError(f"canaries must be an integer >= 2 for white-box gradient canaries (the audit makes them "
+                             f"and needs only their count), got {canaries!r}; fix: e.g. canaries=2000")
         m = canaries
         coordinates = pick_coordinates(trainer.build(dataset), m, seed)
         included = draw_inclusion(m, seed)
