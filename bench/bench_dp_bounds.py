@@ -12,6 +12,10 @@ our Steinke et al. 2023 bound (all at confidence 0.95, Bonferroni over guess cou
 strategy), the ratios ours / jax (of the means), each bound / true ε, and the wall time of one audit
 (ours computes all three bounds in one call; jax's two calls are timed together).
 
+A second table runs randomised response (score = the inclusion bit, flipped w.p. 1/(1 + e^ε): exactly ε-DP,
+true ε at δ = ln((p - δ)/(1 - p))) and counts the seeds whose bound exceeds the truth: the Gaussian-curve
+f-DP reading (ours and jax's) is no (ε, δ) bound for a mechanism with a sharper curve.
+
 Run: ``python bench/bench_dp_bounds.py [--seeds 5]``.  jax_privacy is a bench-only peer, loaded by file
 path (its package __init__ needs chex).
 """
@@ -50,6 +54,40 @@ def gaussian_canaries(mu: float, m: int, seed: int):
     rng = np.random.default_rng(seed)
     included = rng.random(m) < 0.5
     return rng.normal(size=m) + mu * included, included
+
+
+def rr_canaries(epsilon: float, m: int, seed: int):
+    rng = np.random.default_rng(seed)
+    included = rng.random(m) < 0.5
+    keep = rng.random(m) < 1.0 / (1.0 + np.exp(-epsilon))
+    return np.where(keep, included, ~included).astype(float), included
+
+
+def rr_rows(ja, seeds: int) -> None:
+    print(f"\nrandomised response canaries: mean bound / seeds above the true epsilon (of {seeds})")
+    head = (f"{'eps':>4} {'m':>6} {'true':>6} | {'ours fdp':>14} {'fdp(e,d)':>14} {'steinke':>14} | "
+            f"{'jax fdp':>14} {'jax stk':>14}")
+    print(head)
+    print("-" * len(head))
+    for m in (1000, 10000):
+        for epsilon in (1.0, 2.0, 4.0):
+            p = 1.0 / (1.0 + np.exp(-epsilon))
+            truth = float(np.log((p - DELTA) / (1.0 - p)))
+            cols = {k: [] for k in ("fdp", "fdp_ed", "steinke", "jax_fdp", "jax_steinke")}
+            for seed in range(seeds):
+                scores, included = rr_canaries(epsilon, m, seed)
+                b = audit_one_run(scores, included, delta=DELTA)
+                cols["fdp"].append(b.epsilon_lcb_fdp)
+                cols["fdp_ed"].append(b.epsilon_lcb_fdp_eps_delta)
+                cols["steinke"].append(b.epsilon_lcb_steinke)
+                if ja is not None:
+                    auditor = ja.CanaryScoreAuditor(scores[included], scores[~included])
+                    cols["jax_fdp"].append(auditor.epsilon_one_run_fdp(0.05, DELTA))
+                    cols["jax_steinke"].append(auditor.epsilon_one_run(0.05, DELTA))
+            cells = " | ".join(" ".join(f"{np.mean(cols[k]) if cols[k] else float('nan'):>7.3f} "
+                                        f"{sum(v > truth for v in cols[k]):>3}/{seeds:<2}" for k in group)
+                               for group in (("fdp", "fdp_ed", "steinke"), ("jax_fdp", "jax_steinke")))
+            print(f"{epsilon:>4g} {m:>6} {truth:>6.3f} | {cells}")
 
 
 def row(ja, epsilon: float, m: int, seeds: int) -> dict:
@@ -101,6 +139,7 @@ def main() -> None:
                   f"{ratio_s:>7.2f} {r['wins']:>11}/{args.seeds:<3} | {o['fdp'] / epsilon:>7.3f} "
                   f"{o['fdp_ed'] / epsilon:>12.3f} {o['steinke'] / epsilon:>7.3f} | {r['t_ours']:>7.2f} "
                   f"{r['t_jax']:>7.2f}")
+    rr_rows(ja, args.seeds)
 
 
 if __name__ == "__main__":
