@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .dp_comparison import dp_rows
 from .gate import gate_lines
 from .html import _interval, _limit, _num
 from .model import EXPECTED_INCONCLUSIVE, EXPECTED_LEAK, failures_first, shown_verdict
@@ -75,6 +76,7 @@ def render_markdown(report: dict[str, Any], report_path: str | None = None) -> s
             rows.append((failures_first(test["outcome"]),
                          f"| {_cell(test['outcome'])} | {_cell(test['nodeid'])} | | no result recorded | | | | |"))
     lines += [row for _, row in sorted(rows, key=lambda row: row[0])]   # failures first (stable within a rank)
+    lines += _dp_lines(report)
     for w in report["run"]["workers"]:
         if w["status"] == "crashed":
             lines += ["", f"> **worker {code(w['id'])}{_on_host(w)} crashed**"
@@ -85,6 +87,20 @@ def render_markdown(report: dict[str, Any], report_path: str | None = None) -> s
     if report_path:
         lines += ["", f"Full report: {code(report_path)}"]
     return "\n".join(lines) + "\n"
+
+
+def _dp_lines(report: dict[str, Any]) -> list[str]:
+    """Figures measured with and without DP-SGD side by side (:mod:`.dp_comparison`); none without a pair."""
+    rows = dp_rows(report)
+    if not rows:
+        return []
+    lines = ["", "### With and without DP-SGD", "",
+             "| metric | canary / target | without DP | with DP | ratio | ε | spent ε |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append("| " + " | ".join((_cell(r["name"]), _cell(r["label"]), _num(r["without"]), _num(r["with_dp"]),
+                                         _num(r["ratio"]), _num(r["epsilon"]), _num(r["epsilon_spent"]))) + " |")
+    return lines
 
 
 def append_step_summary(markdown: str, environ=None) -> Path | None:

@@ -53,6 +53,13 @@ the canary's validation copies, keeps falling. The §6 defences blunt the
 gradient attack; they do not hide a 100-times repeated pin from exhaustive
 scoring. (The paper's defence results concern the gradient attack of §3.1;
 that attack lives in ``attacks/cea.py`` and was not measured here.)
+
+DP-SGD (``dp={"epsilon": 8, "delta": 1e-5, "max_grad_norm": 1.0}``, not in
+the paper, whose §7 names differential privacy as future work) trains the same
+network through Opacus (:mod:`pytest_privleak.dp.opacus_training`): the
+BiLSTM as Opacus's ``DPLSTM`` (same weights and maths, copied back into
+``nn.LSTM``), the CRF with the exact per-sentence grad sampler of
+:mod:`pytest_privleak.dp.opacus_crf`. ``dp=None``, the default, is the paper's model.
 """
 from __future__ import annotations
 
@@ -68,6 +75,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from torchcrf import CRF
 
+from ..dp.opacus_training import DPConfig, dp_config
 from . import training
 from .base import TrainedTarget
 from .char_cnn import CharCNN
@@ -93,7 +101,9 @@ class JointNLUConfig:
     defence (WD, not in the paper; Kiperwasser & Goldberg 2016: 0.25), a token
     seen ``#(w)`` times in training reads ``<unk>`` with probability
     ``unk_alpha / (unk_alpha + #(w))`` (:mod:`.unk_training`); 0, the default,
-    is the paper's model.
+    is the paper's model. ``dp``: train with DP-SGD at this ``(epsilon, delta)``
+    and per-sample clipping norm (:func:`~pytest_privleak.dp.opacus_training.dp_config`);
+    None, the default, trains without DP.
     """
 
     epochs: int = 10                 # maximum number of epochs
@@ -112,8 +122,10 @@ class JointNLUConfig:
     grad_clip: float = 5.0
     extra_tokens: tuple[str, ...] = ()
     unk_alpha: float = DEFAULT_UNK_ALPHA    # defence WD: word dropout to <unk> (0: off, the paper's model)
+    dp: DPConfig | None = None       # DP-SGD (a dict {epsilon, delta, max_grad_norm}); None: no DP
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "dp", dp_config(self.dp, kind=KIND))
         object.__setattr__(self, "extra_tokens", check_extra_tokens(self.extra_tokens))
         check_unk_alpha(self.unk_alpha)
         training.check_training_config(
@@ -124,7 +136,24 @@ class JointNLUConfig:
             raise ValueError(f"config char_kernel={self.char_kernel} must be odd (same-length convolution)")
 
     def to_json(self) -> dict:
-        return dataclasses.asdict(self)
+        """The config's fields as JSON; ``dp`` only when set (a non-DP record reads as it did before DP)."""
+        data = dataclasses.asdict(self)
+        if data["dp"] is None:
+            del data["dp"]
+        return data
+
+
+class SentenceCRF(CRF):
+    """pytorch-crf's CRF called with tensors only, ``crf(emissions, tags, mask) -> [B]`` log-likelihoods.
+
+    The same computation as ``CRF(..., reduction="none")``; tensor-only
+    arguments let DP-SGD read the mask of each sentence (a forward hook never
+    sees keyword arguments; :mod:`pytest_privleak.dp.opacus_crf`). Its weights
+    are named as the plain CRF's.
+    """
+
+    def forward(self, emissions: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return super().forward(emissions, tags, mask=mask, reduction="none")
 
 
 class JointNLUNet(nn.Module):
@@ -149,7 +178,7 @@ class JointNLUNet(nn.Module):
                             dropout=config.dropout)
         self.intent_head = nn.Linear(2 * config.hidden_dim, len(vocab.intents))
         self.tag_head = nn.Linear(2 * config.hidden_dim, len(vocab.tags))
-        self.crf = CRF(len(vocab.tags), batch_first=True)
+        self.crf = SentenceCRF(len(vocab.tags), batch_first=True)
 
     def embed(self, ids: torch.Tensor, chars: torch.Tensor | None = None) -> torch.Tensor:
         """``[B, L]`` token ids -> ``[B, L, d]``: word vectors, with CE + the CNN over each word's characters.
@@ -194,7 +223,7 @@ class JointNLUNet(nn.Module):
         """Per-utterance training loss ``[B]``: intent cross-entropy + CRF NLL (§4.1)."""
         intent_logits, emissions = self.heads(x, mask, lengths)
         ce = nn.functional.cross_entropy(intent_logits, intents, reduction="none")
-        return ce - self.crf(emissions, tags, mask=mask, reduction="none")
+        return ce - self.crf(emissions, tags, mask)
 
 
 # --------------------------------------------------------------------------- batches
@@ -288,6 +317,13 @@ class JointNLUTarget(TrainedTarget):
 
     def _threads(self):
         return training.torch_threads(self.threads if self.device.type == "cpu" else None)
+
+    def describe(self) -> dict:
+        """The base facts, plus ``dp`` (config, noise, epsilon spent) for a DP-SGD model."""
+        facts = super().describe()
+        if self.training_history.dp is not None:
+            facts["dp"] = dict(self.training_history.dp)
+        return facts
 
     # -- ids -----------------------------------------------------------------
     def token_ids(self, tokens: Sequence[str], *, strict: bool = True) -> list[int]:
@@ -423,7 +459,7 @@ def build(dataset, config: JointNLUConfig, *, device: torch.device, seed: int, c
             net, training_loss, train_items, valid_items, lambda items: collate(items, device),
             epochs=config.epochs, batch_size=config.batch_size, lr=config.lr, seed=seed,
             early_stopping=config.early_stopping, patience=config.patience, grad_clip=config.grad_clip or None,
-            name=f"{KIND} {content_hash[:8]}", progress=progress)
+            name=f"{KIND} {content_hash[:8]}", progress=progress, dp=config.dp)
         finish_unk_rows(net.word_embedding.weight, vocab, dataset.train, config.unk_alpha)
     return JointNLUTarget(net, vocab, config, seed=seed, history=history, content_hash=content_hash,
                           threads=threads)

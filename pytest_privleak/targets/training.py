@@ -20,6 +20,11 @@
   stops at that epoch (the same weights: nothing in the loop depends on the
   total number of epochs), so a figure per epoch (d-exposure-discriminative
   Table 3, the curve of its §4.3) needs one training.
+* ``fit(..., dp=DPConfig)`` trains with DP-SGD through Opacus
+  (:mod:`pytest_privleak.dp.opacus_training`): Poisson batches, per-sample
+  clipping, calibrated Gaussian noise; the DP facts (epsilon spent) go into the
+  history. A config's ``dp`` is part of its cache key only when set
+  (:func:`key_config`), so the keys of non-DP targets are those they had before.
 """
 from __future__ import annotations
 
@@ -41,6 +46,7 @@ from torch import nn
 
 from ..progress import events as progress
 from ..cache.manifest import CacheEntryError
+from ..dp.opacus_training import DPConfig, PrivateTraining
 
 #: Bump whenever a change to target or training code changes trained weights;
 #: it is part of every cache key, so stale entries are never reused.
@@ -162,13 +168,18 @@ class TrainingHistory:
     stopped_epoch: int = 0
     stopped_early: bool = False
     seconds: float = 0.0
+    #: DP-SGD facts (config, noise multiplier, epsilon spent) of a DP training; None without DP.
+    dp: dict | None = None
 
     def to_json(self) -> dict:
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        if data["dp"] is None:
+            del data["dp"]
+        return data
 
     @classmethod
     def from_json(cls, data: dict) -> "TrainingHistory":
-        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls)})
+        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name != "dp"}, dp=data.get("dp"))
 
 
 class _Progress:
@@ -216,6 +227,7 @@ def fit(
     optimizer: str = "adam",
     momentum: float = 0.0,
     lr_decay: float = 0.0,
+    dp: DPConfig | None = None,
 ) -> TrainingHistory:
     """Train ``model`` in place on per-example losses ``loss_fn(model, batch) -> [B]`` (their mean per batch).
 
@@ -230,13 +242,26 @@ def fit(
     the best epoch are restored (canary-extraction-nlu §6); without it the last
     weights are kept. ``on_epoch(model, row)`` is called after each epoch (model
     in evaluation mode), e.g. to measure memorisation as training goes.
+
+    ``dp``: train with DP-SGD (:class:`~pytest_privleak.dp.opacus_training.PrivateTraining`):
+    each epoch is ``ceil(n / batch_size)`` Poisson batches, each utterance's
+    gradient is clipped to ``dp.max_grad_norm`` and noise is added, which
+    takes the place of ``grad_clip`` (not applied). The weights end in
+    ``model`` as usual and ``history.dp`` holds the DP facts.
     """
     if early_stopping and not valid_items:
         raise ValueError("early_stopping=True needs a validation split; the dataset's valid split is empty")
     if not train_items:
         raise ValueError("cannot train on an empty training split")
     generator = torch.Generator().manual_seed(seed)
-    step = make_optimizer(optimizer, [p for p in model.parameters() if p.requires_grad], lr=lr, momentum=momentum)
+    private = None
+    if dp is None:
+        step = make_optimizer(optimizer, [p for p in model.parameters() if p.requires_grad], lr=lr, momentum=momentum)
+        trained = model
+    else:
+        private = PrivateTraining(model, lambda params: make_optimizer(optimizer, params, lr=lr, momentum=momentum),
+                                  dp=dp, n=len(train_items), batch_size=batch_size, epochs=epochs, seed=seed, kind=name)
+        step, trained = private.optimizer, private.module  # DPOptimizer: lr decay reaches the wrapped one
     valid_batches = [collate(valid_items[i:i + eval_batch_size])
                      for i in range(0, len(valid_items), eval_batch_size)]
     history = TrainingHistory()
@@ -247,44 +272,62 @@ def fit(
         tick = time.perf_counter()
         for group in step.param_groups:
             group["lr"] = lr / (1.0 + lr_decay * epoch)
-        model.train()
-        order = torch.randperm(len(train_items), generator=generator).tolist()
+        trained.train()
         total, count = 0.0, 0
-        for i in range(0, len(order), batch_size):
-            batch = collate([train_items[j] for j in order[i:i + batch_size]])
-            losses = loss_fn(model, batch)
-            step.zero_grad(set_to_none=True)
-            losses.mean().backward()
-            if grad_clip:
-                nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-            step.step()
+        for rows in _batch_rows(len(train_items), batch_size, generator, private):
+            if not rows:  # an empty Poisson batch: DP-SGD still adds its noise and counts the step
+                private.empty_step()
+                continue
+            batch = collate([train_items[j] for j in rows])
+            losses = loss_fn(trained, batch)
+            if private is not None:
+                private.step(losses)
+            else:
+                step.zero_grad(set_to_none=True)
+                losses.mean().backward()
+                if grad_clip:
+                    nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+                step.step()
             total += float(losses.detach().sum())
             count += losses.shape[0]
-        valid_loss = _mean_loss(model, loss_fn, valid_batches) if valid_batches else None
-        row = {"epoch": epoch, "train_loss": total / count, "valid_loss": valid_loss,
+        valid_loss = _mean_loss(trained, loss_fn, valid_batches) if valid_batches else None
+        row = {"epoch": epoch, "train_loss": total / max(count, 1), "valid_loss": valid_loss,
                "seconds": time.perf_counter() - tick}
         history.epochs.append(row)
         improved = valid_loss is not None and valid_loss < best_loss
         if improved:
             best_loss, stale, history.best_epoch = valid_loss, 0, epoch
             if early_stopping:
-                best_state = copy.deepcopy(model.state_dict())
+                best_state = copy.deepcopy(trained.state_dict())
         else:
             stale += 1
         report.epoch(row, improved)
         if on_epoch is not None:
-            on_epoch(model, row)
+            on_epoch(trained, row)
         history.stopped_epoch = epoch
         if early_stopping and stale >= patience:
             history.stopped_early = True
             break
     if early_stopping and best_state is not None:
-        model.load_state_dict(best_state)
+        trained.load_state_dict(best_state)
+    if private is not None:
+        history.dp = private.finish(model)
     if not valid_batches:
         history.best_epoch = history.stopped_epoch
     model.eval()
     history.seconds = time.perf_counter() - start
     return history
+
+
+def _batch_rows(n: int, batch_size: int, generator: torch.Generator, private: PrivateTraining | None):
+    """One epoch's batches as lists of row indices: a seeded shuffle cut in ``batch_size`` chunks, or with DP
+    the Poisson batches of ``private`` (each row in with probability ``q``; a batch may be empty)."""
+    if private is not None:
+        yield from (rows.tolist() for rows in private.batches())
+        return
+    order = torch.randperm(n, generator=generator).tolist()
+    for i in range(0, n, batch_size):
+        yield order[i:i + batch_size]
 
 
 OPTIMIZERS = ("adam", "sgd")
@@ -326,8 +369,21 @@ def cache_key(kind: str, dataset, config, seed: int, device: str) -> str:
     """
     from ..cache.targets import content_hash
 
-    return content_hash({"kind": kind, "dataset": dataset.content_hash(), "config": config, "seed": seed,
+    return content_hash({"kind": kind, "dataset": dataset.content_hash(), "config": key_config(config), "seed": seed,
                          "device_type": torch.device(device).type, "code_version": CODE_VERSION})
+
+
+def key_config(config: Any) -> Any:
+    """What of ``config`` goes into a cache key: every field, but ``dp`` only when set.
+
+    A DP model and a non-DP model are cached apart (``dp`` is in the key),
+    while a non-DP config hashes exactly as it did before ``dp`` existed (the
+    canonical form of a dataclass is the dict of its fields), so existing
+    non-DP cache entries stay valid.
+    """
+    if not dataclasses.is_dataclass(config) or getattr(config, "dp", None) is not None:
+        return config
+    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.name != "dp"}
 
 
 def save_entry(folder: Path, state_dict: dict[str, torch.Tensor], record: dict) -> None:

@@ -33,6 +33,16 @@ at 1e-6, where the Frankenstein model proposes what the base LM does).
 Trained once per content hash (dataset, config, seed, base weights, code
 version) through the shared cache; every model is stored with
 ``save_pretrained`` as safetensors, never a pickle.
+
+DP-SGD (``dp={"epsilon": 8, "delta": 1e-5, "max_grad_norm": 1.0}``, not in
+the paper) fine-tunes every weight through Opacus
+(:mod:`pytest_privleak.dp.opacus_training`): Poisson batches, per-sample
+clipping, noise calibrated to ``(epsilon, delta)`` over ``epochs``, AdamW as
+the wrapped optimizer. The base's pretraining and a generation head trained
+here use the public corpus only and are outside the guarantee. Under DP the
+position and token-type ids are passed per row, so that the embedding layers
+get per-sample gradients (BERT otherwise reads one ``[1, L]`` row shared by
+the batch).
 """
 from __future__ import annotations
 
@@ -49,6 +59,7 @@ from typing import Any
 import torch
 from torch.nn import functional as F
 
+from ..dp.opacus_training import DPConfig, PrivateTraining, dp_config
 from . import training
 
 KIND = "transformer-classifier"
@@ -75,9 +86,11 @@ class TransformerClassifierConfig:
     head_epochs: int = 2             # MLM head training (encoder frozen) when the base has none, §4.3.1
     head_sentences: int = 2000
     threads: int | None = 1
-    grad_clip: float = 1.0
+    grad_clip: float = 1.0           # global norm clipping without DP (DP clips each example to dp's norm)
+    dp: DPConfig | None = None       # DP-SGD (a dict {epsilon, delta, max_grad_norm}); None: no DP
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "dp", dp_config(self.dp, kind=KIND))
         if isinstance(self.base, Path):
             object.__setattr__(self, "base", str(self.base))
         if not isinstance(self.base, str) or not self.base:
@@ -90,7 +103,11 @@ class TransformerClassifierConfig:
         training.check_positive("weight_decay", self.weight_decay, integer=False, allow_zero=True)
 
     def to_json(self) -> dict:
-        return dataclasses.asdict(self)
+        """The config's fields as JSON; ``dp`` only when set (a non-DP record reads as it did before DP)."""
+        data = dataclasses.asdict(self)
+        if data["dp"] is None:
+            del data["dp"]
+        return data
 
 
 # --------------------------------------------------------------------------- bases
@@ -232,7 +249,8 @@ class TransformerClassifierTarget:
     def describe(self) -> dict:
         return {"kind": KIND, "content_hash": self.content_hash, "device": str(self.device), "seed": self.seed,
                 "config": self.config.to_json(), "loaded_from_cache": self.loaded_from_cache,
-                "stopped_epoch": self.history.get("stopped_epoch"), "base_digest": self.history.get("base_digest")}
+                "stopped_epoch": self.history.get("stopped_epoch"), "base_digest": self.history.get("base_digest"),
+                **({"dp": dict(self.history["dp"])} if self.history.get("dp") else {})}
 
     def __repr__(self) -> str:
         return (f"TransformerClassifierTarget({self.content_hash[:12]}, base={self.config.base!r}, "
@@ -245,54 +263,90 @@ def _encode(tokenizer: Any, utterances, labels: dict[str, int], max_length: int)
     return enc["input_ids"], enc["attention_mask"], torch.tensor([labels[u.intent] for u in utterances])
 
 
-def _losses(model: Any, ids, attention, y, rows) -> torch.Tensor:
+def _losses(model: Any, ids, attention, y, rows, *, per_row_positions: bool = False) -> torch.Tensor:
     width = int(attention[rows].sum(1).max())
-    logits = model(input_ids=ids[rows, :width], attention_mask=attention[rows, :width]).logits
+    extra = {}
+    if per_row_positions:  # DP-SGD: every embedding input batched (same values as BERT's defaults)
+        positions = torch.arange(width, device=ids.device).expand(len(rows), width)
+        extra = {"position_ids": positions, "token_type_ids": torch.zeros_like(positions)}
+    logits = model(input_ids=ids[rows, :width], attention_mask=attention[rows, :width], **extra).logits
     return F.cross_entropy(logits.float(), y[rows], reduction="none")
+
+
+def _epoch_rows(n: int, batch_size: int, order_rng: torch.Generator, private: PrivateTraining | None):
+    """One epoch's batches of row indices: a seeded shuffle in chunks, or DP-SGD's Poisson batches."""
+    if private is not None:
+        yield from private.batches()
+        return
+    order = torch.randperm(n, generator=order_rng)
+    for start in range(0, n, batch_size):
+        yield order[start:start + batch_size]
 
 
 def fine_tune(classifier: Any, tokenizer: Any, dataset, labels: dict[str, int], cfg: TransformerClassifierConfig,
               seed: int) -> dict:
-    """AdamW fine-tuning of every weight on the intents (§5.1.2), early stopping restoring the best epoch."""
+    """AdamW fine-tuning of every weight on the intents (§5.1.2), early stopping restoring the best epoch.
+
+    With ``cfg.dp`` the steps are DP-SGD's (:class:`~pytest_privleak.dp.opacus_training.PrivateTraining`)
+    and the history holds the DP facts under ``"dp"``.
+    """
     ids, attention, y = _encode(tokenizer, dataset.train, labels, cfg.max_length)
     valid = _encode(tokenizer, dataset.valid, labels, cfg.max_length) if dataset.valid else None
     if cfg.early_stopping and valid is None:
         raise ValueError("early_stopping=True needs a validation split; the dataset's valid split is empty; "
                          "fix: pass early_stopping=False")
-    optimizer = torch.optim.AdamW(classifier.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    private = None
+    if cfg.dp is None:
+        optimizer = torch.optim.AdamW(classifier.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        model = classifier
+    else:
+        private = PrivateTraining(classifier,
+                                  lambda params: torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay),
+                                  dp=cfg.dp, n=len(y), batch_size=cfg.batch_size, epochs=cfg.epochs, seed=seed,
+                                  kind=KIND)
+        model = private.module
     order_rng = torch.Generator().manual_seed(seed)
     epochs, best, best_state, stale = [], math.inf, None, 0
     for epoch in range(1, cfg.epochs + 1):
         tick = time.perf_counter()
-        classifier.train()
-        order = torch.randperm(len(y), generator=order_rng)
+        model.train()
         total = 0.0
-        for start in range(0, len(order), cfg.batch_size):
-            losses = _losses(classifier, ids, attention, y, order[start:start + cfg.batch_size])
-            optimizer.zero_grad(set_to_none=True)
-            losses.mean().backward()
-            torch.nn.utils.clip_grad_norm_(classifier.parameters(), cfg.grad_clip)
-            optimizer.step()
+        for rows in _epoch_rows(len(y), cfg.batch_size, order_rng, private):
+            if private is None:
+                losses = _losses(model, ids, attention, y, rows)
+                optimizer.zero_grad(set_to_none=True)
+                losses.mean().backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+                optimizer.step()
+            elif len(rows):
+                losses = _losses(model, ids, attention, y, rows, per_row_positions=True)
+                private.step(losses)
+            else:  # an empty Poisson batch: the noise is still added and the step counted
+                private.empty_step()
+                continue
             total += float(losses.detach().sum())
-        classifier.eval()
+        model.eval()
         valid_loss = None
         if valid is not None:
             with torch.no_grad():
-                valid_loss = float(torch.cat([_losses(classifier, *valid, torch.arange(len(valid[2]))[i:i + 256])
+                valid_loss = float(torch.cat([_losses(model, *valid, torch.arange(len(valid[2]))[i:i + 256])
                                               for i in range(0, len(valid[2]), 256)]).mean())
         epochs.append({"epoch": epoch, "train_loss": total / len(y), "valid_loss": valid_loss,
                        "seconds": time.perf_counter() - tick})
         if valid_loss is not None and valid_loss < best:
             best, stale = valid_loss, 0
             if cfg.early_stopping:
-                best_state = copy.deepcopy(classifier.state_dict())
+                best_state = copy.deepcopy(model.state_dict())
         else:
             stale += 1
         if cfg.early_stopping and stale >= cfg.patience:
             break
     if best_state is not None:
-        classifier.load_state_dict(best_state)
-    return {"epochs": epochs, "stopped_epoch": len(epochs)}
+        model.load_state_dict(best_state)
+    history: dict[str, Any] = {"epochs": epochs, "stopped_epoch": len(epochs)}
+    if private is not None:
+        history["dp"] = private.finish(classifier)
+    return history
 
 
 def _build(dataset, cfg: TransformerClassifierConfig, seed: int, device: torch.device, base: Base,
@@ -395,7 +449,8 @@ def train(dataset, *, device: str = "cpu", cache=None, seed: int = 0, **config) 
 
     folder = base_folder(cfg.base)
     base_id = folder_digest(folder) if folder is not None else base().digest
-    key = content_hash({"kind": KIND, "dataset": dataset.content_hash(), "config": cfg, "seed": seed,
+    key = content_hash({"kind": KIND, "dataset": dataset.content_hash(), "config": training.key_config(cfg),
+                        "seed": seed,
                         "base": base_id, "device_type": torch_device.type, "code_version": training.CODE_VERSION})
     target, _ = training.cached(cache, key, build=lambda: _build(dataset, cfg, seed, torch_device, base(), key),
                                 save=_save, load=lambda f: _load(f, torch_device), name=f"{KIND} {key[:8]}")
