@@ -92,9 +92,9 @@ def audit_one_run(scores, included, *, delta: float, confidence: float = 0.95, m
 
 def _rule(candidates, sides: str | None, confidence: float) -> str:
     alpha = 1.0 - confidence
-    if len(candidates) == 1:
-        return (f"guess counts {candidates[0]} fixed before the run (given): no correction, "
-                f"significance {alpha:g}")
     where = "given" if sides is None else f"default {sides!r}, fixed by m alone"
+    if len(candidates) == 1:
+        return (f"guess counts (k_plus, k_minus) = {candidates[0]} fixed before the run ({where}): no correction, "
+                f"significance {alpha:g}")
     return (f"Bonferroni over {len(candidates)} candidate (k_plus, k_minus) ({where}): each tested at "
             f"significance {alpha:g}/{len(candidates)} = {alpha / len(candidates):.3g}, the best kept")
