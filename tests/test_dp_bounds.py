@@ -69,6 +69,7 @@ def test_steinke_all_correct_is_the_binomial_closed_form():
     assert (bound.guesses, bound.correct, bound.k_plus, bound.k_minus) == (c, c, c, 0)
     assert bound.epsilon_lcb == bound.epsilon_lcb_steinke
     assert bound.epsilon_lcb == pytest.approx(logit(beta ** (1 / c)), abs=1e-5)
+    assert bound.ceiling == bound.epsilon_lcb            # every guess was right: the bound is the ceiling
     assert set(bound.guessed) == set(range(450, 500))     # the 50 highest-scored members
     assert "no correction" in bound.threshold_rule
 
@@ -90,6 +91,17 @@ def test_zero_correct_guesses_bound_nothing():
     assert bound.correct == 0
     assert bound.epsilon_lcb == bound.epsilon_lcb_fdp == bound.epsilon_lcb_steinke == 0.0
     assert bound.epsilon_lcb_fdp_eps_delta == 0.0
+
+
+@pytest.mark.parametrize("method", ["fdp", "fdp-eps-delta", "steinke"])
+def test_ceiling_is_the_bound_of_perfect_separation(method):
+    """Perfectly separated scores reach the ceiling; weaker scores stay below it."""
+    m = 400
+    included = np.arange(m) % 2 == 0
+    perfect = audit_one_run(separated(m, included), included, delta=DELTA, method=method)
+    assert perfect.epsilon_lcb == pytest.approx(perfect.ceiling, abs=1e-5) and perfect.ceiling > 1.0
+    noisy = audit_one_run(*gaussian_canaries(1.0, m, 0), delta=DELTA, method=method)
+    assert noisy.epsilon_lcb < noisy.ceiling == pytest.approx(perfect.ceiling, abs=1e-9)
 
 
 def test_one_right_guess_never_rejects():

@@ -51,6 +51,7 @@ class OneRunBound:
     mu_lcb: float = 0.0           # the largest μ rejected by the f-DP bound (GDP)
     epsilon_lcb_fdp_eps_delta: float = 0.0   # Mahloujifar et al.'s analysis with the (ε, δ) curve
     canaries: int = 0             # m
+    ceiling: float = 0.0          # the reported bound had every guess been right: claims >= it cannot fail here
 
 
 def audit_one_run(scores, included, *, delta: float, confidence: float = 0.95, method: str = "fdp",
@@ -87,7 +88,22 @@ def audit_one_run(scores, included, *, delta: float, confidence: float = 0.95, m
         guesses=int(guesses[j]), correct=int(correct[j]), k_plus=int(counts.k_plus[j]),
         k_minus=int(counts.k_minus[j]), guessed=counts.guessed(j, included), confidence=confidence, delta=delta,
         threshold_rule=_rule(candidates, None if given else (guess_counts or "both"), confidence), mu_lcb=mu_best,
-        epsilon_lcb_fdp_eps_delta=eps["fdp-eps-delta"], canaries=m)
+        epsilon_lcb_fdp_eps_delta=eps["fdp-eps-delta"], canaries=m,
+        ceiling=ceiling(method, m, guesses, significance=significance, delta=delta))
+
+
+def ceiling(method: str, m: int, guesses, *, significance: float, delta: float) -> float:
+    """The largest bound ``method`` can give with these candidate guess counts: every guess right.
+
+    A claimed ε at or above it cannot be refuted with this many canaries, whatever the model leaks (the
+    audit is then inconclusive, not a pass).
+    """
+    guesses = np.asarray(guesses)
+    if method == "steinke":
+        return steinke.best_epsilon_lcb(m, guesses, guesses, significance=significance, delta=delta)[0]
+    if method == "fdp-eps-delta":
+        return float(np.max(fdp.epsilon_lcb_eps_delta(m, guesses, guesses, significance=significance, delta=delta)))
+    return fdp.gdp_epsilon(float(np.max(fdp.mu_lcb(m, guesses, guesses, significance=significance))), delta)
 
 
 def _rule(candidates, sides: str | None, confidence: float) -> str:
