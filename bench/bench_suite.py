@@ -9,7 +9,13 @@ its cache) to a temporary folder and runs, one after the other:
 * n2     ``-n 2`` with another empty cache folder;
 * n2+dur ``-n 2`` with a third empty cache folder and the cold run's report.json
   as ``--privleak-shard-durations`` (CI's case: the targets are cold, but main's
-  last report says how long each group took, so the longest group starts first).
+  last report says how long each group took, so the longest group starts first);
+* warmn2 ``-n 2`` on the cold run's folder after the warm run: warm means cached
+  under any ``-n`` (issue 24 item 6), so it must load every result.
+
+For each run but the cold one it prints how many results were loaded from the
+result cache (read from its ``report.json``); ``--quick`` runs only cold, warm
+and warmn2.
 
 Each line gives the wall time and the 1-minute load average before and
 after (``os.getloadavg``): on a shared machine the ratios of one repeat are
@@ -17,7 +23,7 @@ comparable, absolute times are not. The three runs' reports are compared:
 every figure (value and interval) must be the same cold, warm and under
 ``-n 2``. Usage::
 
-    python bench/bench_suite.py [--repeats 1] [--keep]
+    python bench/bench_suite.py [--repeats 1] [--keep] [--quick]
 """
 from __future__ import annotations
 
@@ -139,6 +145,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--keep", action="store_true", help="keep the temporary folders (prints where)")
+    parser.add_argument("--quick", action="store_true", help="only cold, warm and warm -n 2 (no cold -n 2 runs)")
     args = parser.parse_args()
     print(f"sample project suite, {os.cpu_count()} CPUs, python {sys.version.split()[0]}")
     status = 0
@@ -147,23 +154,32 @@ def main() -> int:
         try:
             project = copy_sample(work)
             env = snapshot_package(work / "package")
-            cold = run_suite(project, work / "cache-n0", work / "report-cold", env=env)
-            warm = run_suite(project, work / "cache-n0", work / "report-warm", env=env)
-            n2 = run_suite(project, work / "cache-n2", work / "report-n2", "-n", "2", env=env)
-            # CI's case: a cold target cache, but main's last report gives the durations to order the groups by
-            n2d = run_suite(project, work / "cache-n2d", work / "report-n2d", "-n", "2",
-                            f"--privleak-shard-durations={work / 'report-cold' / 'report.json'}", env=env)
+            runs = {"cold": run_suite(project, work / "cache-n0", work / "report-cold", env=env),
+                    "warm": run_suite(project, work / "cache-n0", work / "report-warm", env=env)}
+            if not args.quick:
+                runs["n2"] = run_suite(project, work / "cache-n2", work / "report-n2", "-n", "2", env=env)
+                # CI's case: a cold target cache, but main's last report gives the durations to order the groups by
+                runs["n2+dur"] = run_suite(project, work / "cache-n2d", work / "report-n2d", "-n", "2",
+                                           f"--privleak-shard-durations={work / 'report-cold' / 'report.json'}",
+                                           env=env)
+            # warm means cached under any -n: the warm folder again, now with two workers
+            runs["warmn2"] = run_suite(project, work / "cache-n0", work / "report-warmn2", "-n", "2", env=env)
             print(f"repeat {repeat}:")
-            for name, run in (("cold", cold), ("warm", warm), ("n2", n2), ("n2+dur", n2d)):
+            for name, run in runs.items():
                 print(line(name, run))
                 status |= run["rc"]
-            for name, run in (("cold", cold), ("warm", warm)):
-                print(f"  {name}: {run['cache_line']}")
-                print(f"  slowest {name}: " + " | ".join(run["slowest"][:4]))
-            print(f"  warm / cold      = {verdict(warm['seconds'] / cold['seconds'], GOAL_WARM)}")
-            print(f"  -n 2 / -n 0 cold = {verdict(n2['seconds'] / cold['seconds'], GOAL_N2)}")
-            print(f"  -n 2 with durations / -n 0 cold = {verdict(n2d['seconds'] / cold['seconds'], GOAL_N2)}")
-            print(f"  figures          : {compare({'cold': cold, 'warm': warm, 'n2': n2, 'n2+dur': n2d})}")
+            for name in ("cold", "warm", "warmn2"):
+                print(f"  {name}: {runs[name]['cache_line']}")
+            for name in ("cold", "warm"):
+                print(f"  slowest {name}: " + " | ".join(runs[name]["slowest"][:4]))
+            cold = runs["cold"]
+            print(f"  warm / cold      = {verdict(runs['warm']['seconds'] / cold['seconds'], GOAL_WARM)}")
+            print(f"  warm -n 2 / cold = {verdict(runs['warmn2']['seconds'] / cold['seconds'], GOAL_WARM)}")
+            if not args.quick:
+                print(f"  -n 2 / -n 0 cold = {verdict(runs['n2']['seconds'] / cold['seconds'], GOAL_N2)}")
+                print(f"  -n 2 with durations / -n 0 cold = "
+                      f"{verdict(runs['n2+dur']['seconds'] / cold['seconds'], GOAL_N2)}")
+            print(f"  figures          : {compare(runs)}")
             sys.stdout.flush()
         finally:
             if args.keep:

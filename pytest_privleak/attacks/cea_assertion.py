@@ -52,6 +52,7 @@ def _label(report: ExtractionReport, name: str | None) -> str:
 
 
 def _unit(name: str, value: Any, *, none_ok: bool = False) -> float | None:
+    __tracebackhide__ = True   # a usage error shows at the caller's line
     if none_ok and value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
@@ -62,6 +63,7 @@ def _unit(name: str, value: Any, *, none_ok: bool = False) -> float | None:
 
 def _check_name(name: Any) -> None:
     """``name`` is the result's label, its key in the report and the baseline: a non-empty string or None."""
+    __tracebackhide__ = True   # a usage error shows at the caller's line
     fix = ("fix: a stable label such as name='pin said once' (it keys the result in the report and the "
            "baseline), or leave name=None to use the canary text")
     if name is not None and not isinstance(name, str):

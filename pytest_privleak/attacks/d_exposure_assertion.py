@@ -51,6 +51,7 @@ def _resolve_words(class_words: Any, inserted: Any, rule: str) -> Mapping[str, S
 
 
 def _check_flag(name: str, value: Any) -> bool:
+    __tracebackhide__ = True   # a usage error shows at the caller's line
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be True or False, got {value!r}; fix: {name}=True (gate every class) or "
                         f"{name}=False (gate the paper's mean over classes, eq. 3)")
@@ -58,6 +59,7 @@ def _check_flag(name: str, value: Any) -> bool:
 
 
 def _check_epochs(epochs: Any) -> tuple[int, ...] | None:
+    __tracebackhide__ = True   # a usage error shows at the caller's line
     if epochs is None:
         return None
     bad = (isinstance(epochs, (str, bytes)) or not hasattr(epochs, "__iter__")

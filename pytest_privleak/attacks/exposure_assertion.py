@@ -52,6 +52,7 @@ def target_facts(target: Any) -> dict:
 
 def _check_bits(max_bits: float) -> float:
     """The limit in bits: a finite number >= 0 (``inf`` would pass every figure, so it is no limit)."""
+    __tracebackhide__ = True   # a usage error shows at the caller's line
     if isinstance(max_bits, bool) or not isinstance(max_bits, (int, float)) or not 0 <= max_bits < math.inf:
         raise ValueError(f"max_bits must be a finite number >= 0 (exposure is measured in bits; an infinite limit "
                          f"passes every figure), got {max_bits!r}; fix: e.g. max_bits=4.0 (a canary the model never "
@@ -60,6 +61,7 @@ def _check_bits(max_bits: float) -> float:
 
 
 def _check_tolerance(tolerance: float | None) -> float | None:
+    __tracebackhide__ = True   # a usage error shows at the caller's line
     if tolerance is None:
         return None
     if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not tolerance >= 0:
@@ -69,6 +71,7 @@ def _check_tolerance(tolerance: float | None) -> float | None:
 
 
 def _check_name(name: Any) -> None:
+    __tracebackhide__ = True   # a usage error shows at the caller's line
     if name is not None and (not isinstance(name, str) or not name.strip()):
         raise ValueError(f"name must be a non-empty string or None, got {name!r}; fix: a stable label such as "
                          "name='pin said 100 times', used as the result's key in the report and the baseline")

@@ -81,17 +81,21 @@ def _auc_result(scorer: Any, m: MembershipMeasurement, threshold: float | None, 
 
 
 def _check_limit(value: Any, name: str) -> float:
+    __tracebackhide__ = True   # a usage error shows at the caller's line
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
         raise ValueError(f"{name} must be a number in [0, 1] (chance is "
-                         f"{'0.5' if name == 'max_auc' else 'TPR = FPR'}), got {value!r}")
+                         f"{'0.5' if name == 'max_auc' else 'TPR = FPR'}), got {value!r}; fix: e.g. "
+                         f"{name}={'0.6' if name == 'max_auc' else '0.05'}")
     return float(value)
 
 
 def _check_tolerance(tolerance: Any) -> float | None:
+    __tracebackhide__ = True   # a usage error shows at the caller's line
     if tolerance is None:
         return None
     if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not tolerance >= 0:
-        raise ValueError(f"tolerance must be a number >= 0 or None, got {tolerance!r}")
+        raise ValueError(f"tolerance must be a number >= 0 or None, got {tolerance!r}; fix: e.g. tolerance=0.05, "
+                         "or leave it out for the gate's default")
     return float(tolerance)
 
 
@@ -186,6 +190,7 @@ measure_membership.__doc__ += _OPTIONS_DOC
 
 
 def _need_non_members(non_members: Any, fpr: float, argument: str) -> None:
+    __tracebackhide__ = True   # a usage error shows at the caller's line
     if hasattr(non_members, "__len__") and len(non_members) * fpr < 1 - 1e-9:
         raise ValueError(f"{argument} gates the TPR at FPR {_pct(fpr)}, which needs at least "
                          f"{int(round(1 / fpr))} non-members, got {len(non_members)}; fix: pass more held-out "

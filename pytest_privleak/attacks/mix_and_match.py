@@ -399,17 +399,30 @@ class MixAndMatchMeasurement:
 
 
 def _check_method(method: Any) -> str:
+    __tracebackhide__ = True   # a usage error shows at the caller's line
     if method not in METHODS:
-        raise ValueError(f"method={method!r} must be one of {METHODS}: 'auto' (default: exhaustive search when the "
-                         "vocabulary fits the budget, else Mix And Match), 'exhaustive' (§5.1.4) or 'mix-and-match' "
-                         "(§4.3)")
+        raise ValueError(f"method={method!r} must be one of {METHODS}; fix: 'auto' (default: exhaustive search when "
+                         "the vocabulary fits the budget, else Mix And Match), 'exhaustive' (§5.1.4) or "
+                         "'mix-and-match' (§4.3)")
     return method
 
 
 def _check_int(name: str, value: Any, low: int) -> int:
+    __tracebackhide__ = True   # a usage error shows at the caller's line
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name}={value!r} must be an integer >= {low}")
+        raise ValueError(f"{name}={value!r} must be an integer >= {low}; fix: e.g. {name}={max(low, 1) * 512}, or "
+                         "leave it out for the default")
     return value
+
+
+def check_options(method: Any, generator: Any, budget: Any, batch_size: Any) -> tuple[str, str, int, int]:
+    """The attack's options checked before any work: ``(method, generator, budget, batch_size)``."""
+    __tracebackhide__ = True   # a usage error shows at the caller's line
+    method = _check_method(method)
+    if generator not in GENERATORS:
+        raise ValueError(f"generator={generator!r} must be one of {GENERATORS}; fix: 'frankenstein' (fine-tuned "
+                         "encoder + base head, §4.3.1) or 'base' (the pretrained masked LM itself)")
+    return method, generator, _check_int("budget", budget, 1), _check_int("batch_size", batch_size, 1)
 
 
 def _check_generator_for(model: MixAndMatchModel, method: str, budget: int) -> None:
@@ -492,12 +505,7 @@ def mix_and_match(model: Any, canaries: Any, *, method: str = "auto", budget: in
     ``"frankenstein"`` (§4.3.1, default) or ``"base"`` (the pretrained LM);
     unused for a model without a masked LM, which runs the exhaustive search only.
     """
-    method = _check_method(method)
-    if generator not in GENERATORS:
-        raise ValueError(f"generator={generator!r} must be one of {GENERATORS}: 'frankenstein' (fine-tuned encoder + "
-                         "base head, §4.3.1) or 'base' (the pretrained masked LM itself)")
-    budget = _check_int("budget", budget, 1)
-    batch_size = _check_int("batch_size", batch_size, 1)
+    method, generator, budget, batch_size = check_options(method, generator, budget, batch_size)
     attack_model = as_attack_model(model)
     _check_generator_for(attack_model, method, budget)
     items = as_mask_canaries(canaries)

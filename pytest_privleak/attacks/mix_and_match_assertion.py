@@ -24,13 +24,15 @@ from ..stats import clopper_pearson
 from .exposure_assertion import target_facts
 from .remedies import TRANSFORMER, remedy, remedy_for
 from .mix_and_match import (ATTACK_NAMES, DEFAULT_BATCH, DEFAULT_BUDGET, NO_GENERATOR, CanaryRanking,
-                            MixAndMatchMeasurement, mix_and_match)
+                            MixAndMatchMeasurement, check_options, mix_and_match)
+from .mix_and_match_canaries import as_mask_canaries
 
 #: The attacked classifier is a fine-tuned transformer (§4.1); the result carries the remedy of its family.
 REMEDY = remedy("mix-and-match", TRANSFORMER)
 
 
 def _check_name(name: Any) -> str | None:
+    __tracebackhide__ = True   # a usage error shows at the caller's line
     if name is not None and (not isinstance(name, str) or not name.strip()):
         raise ValueError(f"name={name!r} must be a non-empty string or None; fix: pass a stable label such as "
                          "name='towels canary'")
@@ -38,12 +40,14 @@ def _check_name(name: Any) -> str | None:
 
 
 def _check_top_k(top_k: Any) -> int:
+    __tracebackhide__ = True   # a usage error shows at the caller's line
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ValueError(f"top_k={top_k!r} must be an integer >= 1 (the k of the top-k accuracy); fix: e.g. top_k=10")
     return top_k
 
 
 def _check_min_rank(min_rank: Any) -> float:
+    __tracebackhide__ = True   # a usage error shows at the caller's line
     if isinstance(min_rank, bool) or not isinstance(min_rank, (int, float)) or not min_rank >= 1 \
             or math.isinf(min_rank):
         raise ValueError(f"min_rank={min_rank!r} must be a finite number >= 1 (rank 1 = reconstructed first; chance "
@@ -52,6 +56,7 @@ def _check_min_rank(min_rank: Any) -> float:
 
 
 def _check_confidence(confidence: Any) -> float:
+    __tracebackhide__ = True   # a usage error shows at the caller's line
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
         raise ValueError(f"confidence={confidence!r} must be a number in (0, 1) (the top-k accuracy interval's "
                          "coverage); fix: e.g. confidence=0.95")
@@ -127,9 +132,12 @@ def measure_mix_and_match(model: Any, canaries: Any, *, method: str = "auto", bu
     Mix And Match); ``'exhaustive'`` and ``'mix-and-match'`` force one.
     ``generator``: candidates from the ``"frankenstein"`` model (§4.3.1) or the ``"base"`` pretrained LM.
     """
+    __tracebackhide__ = True   # a usage error shows at the caller's line
     top_k = _check_top_k(top_k)
     name = _check_name(name)
     confidence = _check_confidence(confidence)
+    check_options(method, generator, budget, batch_size)
+    as_mask_canaries(canaries)
     return record(measured_mix_and_match(model, canaries, method=method, budget=budget, top_k=top_k, name=name,
                                          confidence=confidence, batch_size=batch_size, generator=generator))
 
@@ -151,6 +159,8 @@ def assert_mix_and_match_rank_at_least(model: Any, canaries: Any, min_rank: floa
     top_k = _check_top_k(top_k)
     name = _check_name(name)
     confidence = _check_confidence(confidence)
+    check_options(method, generator, budget, batch_size)    # before any work, at the caller's line
+    as_mask_canaries(canaries)
     measured = measured_mix_and_match(model, canaries, method=method, budget=budget, top_k=top_k, name=name,
                                       confidence=confidence, batch_size=batch_size, generator=generator)
     return check(dataclasses.replace(measured, threshold=threshold))

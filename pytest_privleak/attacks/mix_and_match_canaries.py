@@ -219,6 +219,7 @@ def inject_mask_canaries(dataset: NLUDataset, canaries: MaskCanary | Sequence[Ma
 
 def as_mask_canaries(canaries: Any) -> list[MaskCanary]:
     """One mask canary or a non-empty sequence of them as a list; a clear error for anything else."""
+    __tracebackhide__ = True   # a usage error shows at the caller's line
     items = [canaries] if isinstance(canaries, MaskCanary) else canaries
     if isinstance(items, (str, bytes)) or not isinstance(items, Sequence) or not items:
         raise TypeError(f"canaries must be a MaskCanary or a non-empty sequence of them, got {canaries!r}; fix: "

@@ -32,6 +32,7 @@ def remedy() -> str:
 
 
 def _rate(x: Any, name: str) -> float | None:
+    __tracebackhide__ = True   # a usage error shows at the caller's line
     if x is None:
         return None
     if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0.0 <= float(x) <= 1.0:
@@ -83,6 +84,7 @@ def measured_inversion(encoder: Any, pattern: Any, *, n_train: int, n_victims: i
 
 
 def _check_limits(pattern: Any, subs: tuple[str, ...], max_top1: float | None, max_top5: float | None) -> None:
+    __tracebackhide__ = True   # a usage error shows at the caller's line
     prior = pattern.class_probabilities()
     for sub, p in prior.items():
         if subs and sub not in subs:

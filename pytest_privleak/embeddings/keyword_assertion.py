@@ -22,7 +22,7 @@ from ..results import LeakResult, record
 from .corpora import airline_corpus, medical_corpus, restaurant_corpus
 from .defence_costs import cost_summary
 from .describe import check_name, check_tolerance, encoder_facts, encoder_label
-from .keywords import KeywordMeasurement, check_keywords, infer_keywords
+from .keywords import KeywordMeasurement, check_keywords, check_options, infer_keywords
 
 ATTACK = "keyword-inference"
 REMEDY = ("the embeddings tell which sensitive words the texts hold (privacy-risks-language-model-embeddings §VI): do "
@@ -119,7 +119,10 @@ def measure_keyword_inference(encoder: Any, keywords: Any, *, victims: Sequence[
                               n_victims: int = 1000, seed: int = 0, confidence: float = 0.95,
                               name: str | None = None) -> LeakResult:
     """Measure the §VI attack's accuracy (pooled over ``keywords``) without gating; the result is recorded."""
+    __tracebackhide__ = True   # a usage error shows at the caller's line
     check_name(name)
+    check_keywords(keywords)
+    check_options(setting, model, epochs)
     return record(measured_keyword_inference(encoder, keywords, victims=victims, shadow=shadow, public=public,
                                              setting=setting, model=model, epochs=epochs, n_victims=n_victims,
                                              seed=seed, confidence=confidence, name=name))
@@ -147,6 +150,8 @@ def assert_keyword_inference_at_most(encoder: Any, keywords: Any, max_accuracy: 
                          f"got {max_accuracy!r}; fix: e.g. max_accuracy=0.6")
     check_name(name)
     tolerance = check_tolerance(tolerance)
+    check_keywords(keywords)                   # before any work, at the caller's line
+    check_options(setting, model, epochs)
     measured = measured_keyword_inference(encoder, keywords, victims=victims, shadow=shadow, public=public,
                                           setting=setting, model=model, epochs=epochs, n_victims=n_victims,
                                           seed=seed, confidence=confidence, name=name)

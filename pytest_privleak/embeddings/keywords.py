@@ -73,6 +73,7 @@ TRAINING_THREADS = 1   # the attack models train with this many torch threads, w
 
 def check_keywords(keywords: Any) -> tuple[str, ...]:
     """Keywords as a non-empty tuple of distinct single lower-case words, or an error naming the entry."""
+    __tracebackhide__ = True   # a usage error shows at the caller's line
     if isinstance(keywords, str):
         keywords = (keywords,)
     if not isinstance(keywords, Sequence) or len(keywords) == 0:
@@ -87,7 +88,21 @@ def check_keywords(keywords: Any) -> tuple[str, ...]:
     return tuple(keywords)
 
 
+def check_options(setting: Any, model: Any, epochs: Any) -> None:
+    """The attack's options checked before any work (each error names the argument and the fix)."""
+    __tracebackhide__ = True   # a usage error shows at the caller's line
+    if setting not in ("white-box", "black-box"):
+        raise ValueError(f"setting={setting!r} is not a setting of §VI-B; fix: 'white-box' (with shadow=) or "
+                         "'black-box' (with public=)")
+    if model not in ("auto", "svm", "mlp", "dann"):
+        raise ValueError(f"model={model!r} is not an attack model; fix: 'auto', 'svm', 'mlp' or 'dann'")
+    if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
+        raise ValueError(f"epochs must be an integer >= 1 or None, got {epochs!r}; fix: e.g. epochs=20, or None "
+                         "for the paper's (20 for SVM and MLP, 50 for the DANN)")
+
+
 def _texts(texts: Any, arg: str) -> list[str]:
+    __tracebackhide__ = True   # a usage error shows at the caller's line
     if isinstance(texts, str) or not isinstance(texts, Sequence) or len(texts) == 0:
         raise ValueError(f"{arg} must be a non-empty list of texts, got {type(texts).__name__}; fix: pass the texts "
                          "(e.g. medical_corpus(n, rng).texts)")
@@ -200,13 +215,7 @@ def infer_keywords(encoder: Any, keywords: Any, *, victims: Sequence[str], shado
     """
     keywords = check_keywords(keywords)
     victims = _texts(victims, "victims")
-    if setting not in ("white-box", "black-box"):
-        raise ValueError(f"setting={setting!r} is not a setting of §VI-B; fix: 'white-box' (with shadow=) or "
-                         "'black-box' (with public=)")
-    if model not in ("auto", "svm", "mlp", "dann"):
-        raise ValueError(f"model={model!r} is not an attack model; fix: 'auto', 'svm', 'mlp' or 'dann'")
-    if epochs is not None and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
-        raise ValueError(f"epochs must be an integer >= 1 or None, got {epochs!r}")
+    check_options(setting, model, epochs)
     rng = np.random.default_rng([seed, 11])
     tests = _test_sets(victims, keywords, rng)
     z_victims = encode(encoder, victims, what="the embeddings of the victims' texts")
