@@ -100,3 +100,16 @@ def test_bad_token_log_probs_are_refused():
         membership_inference(scorer, members, non_members, method="min-k")
     with pytest.raises(ValueError, match="min_k_fraction"):
         min_k_statistic([np.array([-1.0])], 0.0)
+
+
+def test_the_lstm_lm_gives_token_log_probs_that_sum_to_its_score():
+    from pytest_privleak.data.synthetic import generate_snips_like
+    from pytest_privleak.targets import train_target
+
+    data = generate_snips_like(n_train=120, n_valid=20, n_test=20, seed=0)
+    model = train_target("lstm-lm", data, epochs=1, progress=False)
+    items = list(data.train[:6])
+    rows = model.token_log_probs(items)
+    assert [len(r) for r in rows] == [len(u.tokens) + 1 for u in items]       # every token and </s>
+    assert np.allclose([-r.sum() / math.log(2) for r in rows], model.score(items), rtol=1e-6)
+    assert membership_inference(model, items[:3], items[3:]).method == "min-k"

@@ -24,10 +24,13 @@ from .membership import (DEFAULT_EXPOSED, DEFAULT_FPRS, MembershipMeasurement, R
                          membership_inference)
 from .membership_rmia import DEFAULT_GAMMA
 
-_NAMES = {"loss": "loss", "reference": "calibrated loss", "lira": "LiRA", "rmia": "RMIA"}
+_NAMES = {"loss": "loss", "reference": "calibrated loss", "lira": "LiRA", "rmia": "RMIA", "zlib": "zlib ratio",
+          "min-k": "Min-K% Prob"}
 _ATTACKS = {"loss": "loss threshold (Yeom et al.; mix-and-match §4.3.2)",
             "reference": "loss threshold calibrated by a reference model (Watson et al. 2022)",
-            "lira": "LiRA (Carlini et al. 2022)", "rmia": "RMIA (Zarifzadeh et al. 2024)"}
+            "lira": "LiRA (Carlini et al. 2022)", "rmia": "RMIA (Zarifzadeh et al. 2024)",
+            "zlib": "log-perplexity / zlib entropy (Carlini et al. 2021 §5.1)",
+            "min-k": "Min-K% Prob, the 20 % least likely tokens (Shi et al. 2024)"}
 
 #: The remedy for a model of no known family; the result carries the one for the attacked model's.
 REMEDY = remedy("membership", UNKNOWN)
@@ -77,7 +80,7 @@ def _auc_result(scorer: Any, m: MembershipMeasurement, threshold: float | None, 
                       interval=m.interval, confidence=m.confidence, chance=0.5, ceiling=1.0,
                       label=_label(scorer, m, name), evidence=evidence, extra=extra,
                       remedy=remedy_for("membership", scorer),
-                      tolerance=tolerance, target=target_facts(scorer))
+                      tolerance=tolerance, target=target_facts(scorer), curve=m.roc)
 
 
 def _check_limit(value: Any, name: str) -> float:

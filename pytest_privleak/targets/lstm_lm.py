@@ -90,6 +90,11 @@ class LSTMLMNet(nn.Module):
 
         ``input_ids`` (same shape) are fed instead of ``ids`` when given (word dropout).
         """
+        return self.token_nll(ids, lengths, input_ids).sum(dim=1)
+
+    def token_nll(self, ids: torch.Tensor, lengths: torch.Tensor,
+                  input_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Per-position negative log-likelihood (nats) ``[B, L + 1]`` of ``ids`` then ``</s>``, 0 past each end."""
         batch, width = ids.shape
         bos = torch.full((batch, 1), self.boundary, dtype=torch.long, device=ids.device)
         inputs = torch.cat([bos, ids if input_ids is None else input_ids], dim=1)   # [B, L+1]
@@ -99,7 +104,7 @@ class LSTMLMNet(nn.Module):
         logits = self.output(self.dropout(hidden))
         losses = -torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
         mask = torch.arange(width + 1, device=ids.device).unsqueeze(0) <= lengths.to(ids.device).unsqueeze(1)
-        return (losses * mask).sum(dim=1)
+        return losses * mask
 
 
 def _collate(items: Sequence[list[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -156,6 +161,22 @@ class LSTMLanguageModel(TrainedTarget):
             ids = torch.cat([bos, ids], dim=1)
         hidden, state = self.net.lstm(self.net.embedding(ids), state)
         return torch.log_softmax(self.net.output(hidden[:, -1]).float(), dim=-1), state
+
+    @torch.no_grad()
+    def token_log_probs(self, utterances: Sequence) -> list[np.ndarray]:
+        """``log Pr`` (nats) of each token of each utterance and of its ``</s>``, as :meth:`score` reads them.
+
+        The per-token view Min-K% Prob needs (:mod:`pytest_privleak.attacks.membership_reference_free`);
+        each row sums to ``-score(u) * ln 2``.
+        """
+        encoded = [self.vocab.token_ids(u.tokens) for u in utterances]
+        rows: list[np.ndarray] = []
+        for s in range(0, len(encoded), self.score_chunk):
+            chunk = encoded[s:s + self.score_chunk]
+            ids, lengths = _collate(chunk, self.device)
+            losses = self.net.token_nll(ids, lengths).double().cpu().numpy()
+            rows += [-losses[i, :len(tokens) + 1] for i, tokens in enumerate(chunk)]
+        return rows
 
     @torch.no_grad()
     def score(self, utterances: Sequence) -> np.ndarray:
