@@ -14,7 +14,9 @@ published statistics still beat the raw loss on language models:
   least likely tokens of the text; a seen text has few very unlikely tokens.
   The paper's default, and ours, is ``k = 20 %``.
 
-``min-k`` needs per-token log-probabilities: a scorer offers them as
+Both run by name (``method="zlib"`` / ``"min-k"``), not by default: on the
+built-in LSTM LM the plain loss finds more members (see
+:mod:`.membership_methods`). ``min-k`` needs per-token log-probabilities: a scorer offers them as
 ``token_log_probs(utterances) -> list of 1-D arrays`` (natural log, one entry
 per scored token). The transformers causal-LM adapter and the built-in LSTM LM
 do; any scorer with that method works.
