@@ -207,3 +207,82 @@ def test_dp_transformer_classifier_records_its_epsilon(privleak_cache):
                               "again")
     a, b = model.classifier.state_dict(), again.classifier.state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+# --------------------------------------------------------------------------- per-sample gradients of the whole model
+
+def _joint_net_and_batch(tiny_data):
+    from pytest_privleak.targets import joint_nlu
+    from pytest_privleak.targets.vocab import Vocabulary
+
+    config = JointNLUConfig(embedding_dim=8, hidden_dim=8)
+    vocab = Vocabulary.from_dataset(tiny_data, ())
+    torch.manual_seed(0)
+    net = joint_nlu.JointNLUNet(vocab, config)
+    items = joint_nlu.encode_utterances(vocab, tiny_data.train[:40])
+    rows = sorted(range(40), key=lambda i: len(items[i][0]))
+    picked = [items[rows[0]], items[rows[20]], items[rows[-1]]]                 # three lengths: packed, padded
+    assert len({len(item[0]) for item in picked}) == 3
+    return net, picked, joint_nlu
+
+
+def test_per_sample_gradients_of_the_joint_model_equal_one_backward_pass_per_utterance(tiny_data):
+    """DPLSTM on packed sequences, the embedding, both heads and the CRF grad sampler together.
+
+    Fails when DP batches are packed with ``enforce_sorted=False`` (Opacus's DPLSTM then gives the LSTM's
+    per-sample gradients in length order, the other layers' in batch order).
+    """
+    net, picked, joint_nlu = _joint_net_and_batch(tiny_data)
+    private = PrivateTraining(net, lambda params: torch.optim.SGD(params, lr=0.1), dp=dp_config(DP8_RDP), n=40,
+                              batch_size=4, epochs=1, seed=0)
+    module = private.module
+    joint_nlu.dp_batch_loss(module, joint_nlu.collate(picked, torch.device("cpu"))).mean().backward()
+    samples = {name: p.grad_sample.clone() for name, p in module.named_parameters()}
+    private.wrapped.disable_hooks()
+    for row, item in enumerate(sorted(picked, key=lambda item: -len(item[0]))):   # the order DP batches take
+        module.zero_grad()
+        joint_nlu.batch_loss(module, joint_nlu.collate([item], torch.device("cpu"))).sum().backward()
+        for name, p in module.named_parameters():
+            torch.testing.assert_close(samples[name][row], p.grad, rtol=1e-4, atol=1e-5, msg=name)
+
+
+def test_the_weights_trained_as_dplstm_compute_the_same_in_nn_lstm(tiny_data):
+    net, picked, joint_nlu = _joint_net_and_batch(tiny_data)
+    private = PrivateTraining(net, lambda params: torch.optim.SGD(params, lr=0.5), dp=dp_config(DP8_RDP), n=40,
+                              batch_size=4, epochs=1, seed=0)
+    batch = joint_nlu.collate(picked, torch.device("cpu"))
+    private.step(joint_nlu.batch_loss(private.module, batch))
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    private.finish(net)
+    assert any(not torch.equal(before[k], v) for k, v in net.state_dict().items())   # the step reached net
+    private.module.eval(), net.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(joint_nlu.batch_loss(net, batch), joint_nlu.batch_loss(private.module, batch),
+                                   rtol=1e-5, atol=1e-5)
+
+
+def test_per_sample_gradients_of_the_bert_classifier_equal_one_backward_pass_per_utterance(tiny_data):
+    """Every BERT weight, embeddings included: the position and token-type ids go in per row under DP."""
+    from transformers import BertForSequenceClassification
+
+    from helpers_transformers import bert_config, dataset_words, word_tokenizer
+
+    tokenizer = word_tokenizer(dataset_words(tiny_data))
+    labels = {intent: i for i, intent in enumerate(tiny_data.intents)}
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(bert_config(len(tokenizer), list(labels), hidden_dropout_prob=0.0,
+                                                      attention_probs_dropout_prob=0.0))
+    ids, attention, y = classifier._encode(tokenizer, tiny_data.train[:40], labels, 64)
+    lengths = attention.sum(1)
+    rows = torch.tensor([int(lengths.argmin()), int(lengths.argmax()), 5])
+    private = PrivateTraining(model, lambda params: torch.optim.AdamW(params, lr=1e-3), dp=dp_config(DP8_RDP), n=40,
+                              batch_size=4, epochs=1, seed=0)
+    module = private.module.train()
+    classifier._losses(module, ids, attention, y, rows, per_row_positions=True).mean().backward()
+    samples = {name: p.grad_sample.clone() for name, p in module.named_parameters()}
+    private.wrapped.disable_hooks()
+    for at, row in enumerate(rows.tolist()):
+        module.zero_grad()
+        classifier._losses(module, ids, attention, y, torch.tensor([row])).sum().backward()
+        for name, p in module.named_parameters():
+            torch.testing.assert_close(samples[name][at], p.grad, rtol=1e-4, atol=1e-6, msg=name)

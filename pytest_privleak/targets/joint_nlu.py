@@ -206,22 +206,27 @@ class JointNLUNet(nn.Module):
             return self.word_embedding.weight
         return torch.cat([self.word_embedding.weight, self.char_cnn(self.vocab_char_ids)], dim=-1)
 
-    def heads(self, x: torch.Tensor, mask: torch.Tensor, lengths: torch.Tensor | None):
-        """Intent logits ``[B, n_intents]`` and tag emissions ``[B, L, n_tags]`` from embeddings."""
+    def heads(self, x: torch.Tensor, mask: torch.Tensor, lengths: torch.Tensor | None, *,
+              sorted_lengths: bool = False):
+        """Intent logits ``[B, n_intents]`` and tag emissions ``[B, L, n_tags]`` from embeddings.
+
+        ``sorted_lengths``: the rows come longest first and are packed as they
+        are (DP-SGD's batches, :func:`dp_batch_loss`); otherwise packing sorts them.
+        """
         x = self.dropout(x)
         if lengths is None:
             hidden, _ = self.lstm(x)
         else:
-            packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+            packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=sorted_lengths)
             hidden, _ = pad_packed_sequence(self.lstm(packed)[0], batch_first=True, total_length=x.shape[1])
         hidden = self.dropout(hidden)
         pooled = hidden.masked_fill(~mask.unsqueeze(-1), float("-inf")).amax(dim=1)
         return self.intent_head(pooled), self.tag_head(hidden)
 
     def loss(self, x: torch.Tensor, mask: torch.Tensor, intents: torch.Tensor, tags: torch.Tensor,
-             lengths: torch.Tensor | None = None) -> torch.Tensor:
+             lengths: torch.Tensor | None = None, *, sorted_lengths: bool = False) -> torch.Tensor:
         """Per-utterance training loss ``[B]``: intent cross-entropy + CRF NLL (§4.1)."""
-        intent_logits, emissions = self.heads(x, mask, lengths)
+        intent_logits, emissions = self.heads(x, mask, lengths, sorted_lengths=sorted_lengths)
         ce = nn.functional.cross_entropy(intent_logits, intents, reduction="none")
         return ce - self.crf(emissions, tags, mask)
 
@@ -271,8 +276,31 @@ def collate(items: Sequence[tuple], device: torch.device) -> Batch:
                  length_tensor if ragged else None, chars)
 
 
-def batch_loss(net: JointNLUNet, batch: Batch) -> torch.Tensor:
-    return net.loss(net.embed(batch.ids, batch.chars), batch.mask, batch.intents, batch.tags, batch.lengths)
+def batch_loss(net: JointNLUNet, batch: Batch, *, sorted_lengths: bool = False) -> torch.Tensor:
+    return net.loss(net.embed(batch.ids, batch.chars), batch.mask, batch.intents, batch.tags, batch.lengths,
+                    sorted_lengths=sorted_lengths)
+
+
+def longest_first(batch: Batch) -> Batch:
+    """The batch's rows reordered longest first (ties keep their order); a batch of one length is returned as is."""
+    if batch.lengths is None:
+        return batch
+    order = sorted(range(len(batch.lengths)), key=lambda i: -int(batch.lengths[i]))
+    index = torch.tensor(order, device=batch.ids.device)
+    return Batch(batch.ids[index], batch.tags[index], batch.intents[index], batch.mask[index],
+                 batch.lengths[torch.tensor(order)], None if batch.chars is None else batch.chars[index])
+
+
+def dp_batch_loss(net: JointNLUNet, batch: Batch) -> torch.Tensor:
+    """Per-utterance losses of a DP-SGD batch: rows longest first, packed without reordering.
+
+    Opacus 1.6's ``DPLSTM`` returns its outputs in the batch's order, but its
+    per-sample gradients in the packed order (longest first): a batch packed
+    with ``enforce_sorted=False`` would clip and sum the LSTM gradient of one
+    utterance with the other layers' gradients of another (measured: rows
+    swapped). Sorting first makes the packed order the batch order.
+    """
+    return batch_loss(net, longest_first(batch), sorted_lengths=True)
 
 
 def char_width(config: JointNLUConfig) -> int | None:
@@ -451,7 +479,7 @@ def build(dataset, config: JointNLUConfig, *, device: torch.device, seed: int, c
             batch = dataclasses.replace(batch, ids=drop_to_unk(batch.ids, unk_probs))
         elif rare is not None:  # validation reads <unk> as the returned model will (no gradient reaches it)
             set_unk_row(net.word_embedding.weight, rare)
-        return batch_loss(net, batch)
+        return batch_loss(net, batch) if config.dp is None else dp_batch_loss(net, batch)
 
     with training.seeded(seed, device), training.torch_threads(threads if device.type == "cpu" else None):
         net = JointNLUNet(vocab, config).to(device)
