@@ -16,8 +16,9 @@ tokenizer written in memory. Rows (goal for each: ratio <= 1.2):
 Adapter and bare runs alternate ``--repeats`` times and the median of the
 per-pair ratios is printed, so load from other processes hits both sides alike.
 The bare causal LM pass also sets ``use_cache=False``, as the adapter does, and
-takes ``log Pr(x_t)`` as the adapter does (the target's logit minus the
-log-sum-exp of its row, no full log-softmax), so the ratio is the adapter's own
+computes what the adapter computes: logits at every position but the last
+(``logits_to_keep``) and ``log Pr(x_t)`` as the target's logit minus the
+log-sum-exp of its row (no full log-softmax), so the ratio is the adapter's own
 overhead (tokenising, padding, checks) and not a cheaper formula.
 """
 from __future__ import annotations
@@ -161,10 +162,12 @@ def main() -> None:
         for _ in range(args.steps):
             gpt_scorer.score(rows)
 
+    keep = torch.arange(ids.shape[1] - 1, device=dev)   # no logits for the last position, as the adapter
+
     @torch.no_grad()
     def bare_gpt():
         for _ in range(args.steps):
-            logits = gpt(input_ids=ids, use_cache=False).logits[:, :-1].float()
+            logits = gpt(input_ids=ids, use_cache=False, logits_to_keep=keep).logits.float()
             logp = logits.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, -1)
             logp.sum(1).cpu().numpy()
 

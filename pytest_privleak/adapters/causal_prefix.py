@@ -19,6 +19,7 @@ text on a sample of candidates, otherwise the caller scores the plain way.
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -115,12 +116,27 @@ def make_plan(encode: Callable[[list[str]], list[list[int]]], prefix: Sequence[s
     return plan if built == encode(joined) else None
 
 
-def _cache_kwarg(model: Any) -> str:
-    """The name the model's forward takes its key/value cache by (``cache`` in newer transformers)."""
+@functools.lru_cache(maxsize=64)
+def _forward_parameters(model_class: type) -> frozenset[str]:
     import inspect
 
-    parameters = inspect.signature(model.forward).parameters
-    return "cache" if "cache" in parameters else "past_key_values"
+    return frozenset(inspect.signature(model_class.forward).parameters)
+
+
+def _cache_kwarg(model: Any) -> str:
+    """The name the model's forward takes its key/value cache by (``cache`` in newer transformers)."""
+    return "cache" if "cache" in _forward_parameters(type(model)) else "past_key_values"
+
+
+def logits_but_last(model: Any, input_ids: torch.Tensor, **options: Any) -> torch.Tensor:
+    """Next-piece logits ``[B, L-1, |V|]`` at every position but the last, whose prediction no score uses.
+
+    When the model takes ``logits_to_keep`` its LM head runs on those positions only.
+    """
+    if "logits_to_keep" in _forward_parameters(type(model)):
+        keep = torch.arange(input_ids.shape[1] - 1, device=input_ids.device)
+        return model(input_ids=input_ids, logits_to_keep=keep, **options).logits
+    return model(input_ids=input_ids, **options).logits[:, :-1]
 
 
 def _layers(cache: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -171,7 +187,7 @@ def shared_prefix_bits(model: Any, plan: PrefixPlan, choices: torch.Tensor,
         options = {kwarg: _expanded(layers, batch), "use_cache": True}
         if mask is not None:
             options["attention_mask"] = torch.cat([ones.expand(batch, -1), mask[start:start + batch].long()], 1)
-        logits = model(input_ids=chunk, **options).logits[:, :-1]
+        logits = logits_but_last(model, chunk, **options)
         logp = check(token_logp(logits, chunk[:, 1:]))
         if mask is not None:
             logp = logp.masked_fill(~mask[start:start + batch, 1:], 0.0)

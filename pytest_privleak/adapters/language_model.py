@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from ..finite import require_finite
-from .causal_prefix import make_plan, shared_prefix_bits, token_logp
+from .causal_prefix import logits_but_last, make_plan, shared_prefix_bits, token_logp
 
 LN2 = math.log(2.0)
 _FIX_NAN = ("check the model's weights for NaN/inf (a diverged fine-tune), or load it in float32 or bfloat16 "
@@ -150,7 +150,7 @@ class CausalLMScorer(_LMScorer):
         """``-sum_t log2 Pr(x_t | x_<t)`` of rows ``ids`` (``mask``: None when no row is padded)."""
         # use_cache=False: one scoring pass needs no key/value cache for later generation;
         # no attention mask when nothing is padded, so the model takes its plain causal path
-        logits = self.model(input_ids=ids, attention_mask=mask, use_cache=False).logits[:, :-1]
+        logits = logits_but_last(self.model, ids, attention_mask=mask, use_cache=False)
         logp = self._check(token_logp(logits, ids[:, 1:]))
         if mask is not None:
             logp = logp.masked_fill(mask[:, 1:] == 0, 0.0)
