@@ -31,5 +31,6 @@ def test_fixture_over_seeds(pytester):
     again.stdout.fnmatch_lines(["*baseline gate passed*1 over training seeds*"])  # the same three models
     html = (pytester.path / "rep" / "index.html").read_text()
     assert "baseline seeds against this run" in html and html.count("<circle") == 6
-    one = pytester.runpytest_subprocess("--privleak-baseline", "b.json", "-p", "no:cacheprovider")
+    one = pytester.runpytest_subprocess("--privleak-seeds", "1", "--privleak-baseline", "b.json", "-p",
+                                        "no:cacheprovider")
     one.stdout.fnmatch_lines(["*saved with 3 training seed(s) (k=3) and this run measured 1 (k=1)*"])

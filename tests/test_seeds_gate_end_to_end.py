@@ -1,8 +1,10 @@
 """End to end (issue 26): a change of training seed alone fails the one-draw gate on a noisy figure and passes
-the gate over seeds; a baseline saved with another seed count is refused by name."""
+the default gate (DEFAULT_SEEDS seeds); a baseline saved with another seed count is refused by name."""
 import json
 
 import pytest
+
+from pytest_privleak.plugin.seeds import DEFAULT_SEEDS
 
 # The loss attack's AUC on 10 members (loss i) and 10 non-members (loss j + shift - 0.5):
 # shift 1 gives 0.55, shift 2 gives 0.64. The planted "training" alternates them by seed, so every
@@ -38,23 +40,27 @@ def _run(pytester, *args):
 def test_seed_only_change_fails_one_draw_and_passes_over_seeds(pytester):
     pytester.makepyfile(test_planted=TEST_FILE)
     # one draw: seed 0 (AUC 0.55) against seed 10 (AUC 0.64): moved 0.09, beyond the 0.05 tolerance
-    assert _run(pytester, "--privleak-seed", "0", "--privleak-save-baseline", "one.json").ret == 0
-    one = _run(pytester, "--privleak-seed", "10", "--privleak-baseline", "one.json")
+    assert _run(pytester, "--privleak-seeds", "1", "--privleak-seed", "0",
+                "--privleak-save-baseline", "one.json").ret == 0
+    one = _run(pytester, "--privleak-seeds", "1", "--privleak-seed", "10", "--privleak-baseline", "one.json")
     assert one.ret == 1
     one.stdout.fnmatch_lines(["*REGRESSION*membership.auc*before 0.550, after 0.640*"])
-    # five seeds: 0..4 against 10..14, the same spread, so the Welch test sees no shift
-    assert _run(pytester, "--privleak-seeds", "5", "--privleak-save-baseline", "five.json").ret == 0
-    saved = json.loads((pytester.path / "five.json").read_text())
+    # the default seed count (no option): seeds 0..k-1 against 10..10+k-1, the same spread, so the Welch test
+    # sees no shift (k = 7: means 0.589 and 0.601, s = 0.048 on both sides, t = 0.50, p = 0.31)
+    assert DEFAULT_SEEDS > 1
+    assert _run(pytester, "--privleak-save-baseline", "default.json").ret == 0
+    saved = json.loads((pytester.path / "default.json").read_text())
     (entry,) = [r for t in saved["tests"] for r in t["results"]]
-    assert entry["per_seed"] == [0.55, 0.64, 0.55, 0.64, 0.55]
-    five = _run(pytester, "--privleak-seeds", "5", "--privleak-seed", "10", "--privleak-baseline", "five.json")
-    assert five.ret == 0, five.stdout.str()
-    five.stdout.fnmatch_lines(
+    assert entry["per_seed"] == [0.55 if s % 2 == 0 else 0.64 for s in range(DEFAULT_SEEDS)]
+    again = _run(pytester, "--privleak-seed", "10", "--privleak-baseline", "default.json")
+    assert again.ret == 0, again.stdout.str()
+    again.stdout.fnmatch_lines(
         ["*baseline gate passed*1 over training seeds, by a one-sided Welch t test at alpha 0.05*"])
-    # the other seed count against this baseline is refused, naming both
-    mixed = _run(pytester, "--privleak-seeds", "3", "--privleak-baseline", "five.json")
+    # another seed count against this baseline is refused, naming both
+    mixed = _run(pytester, "--privleak-seeds", "3", "--privleak-baseline", "default.json")
     assert mixed.ret != 0
-    mixed.stdout.fnmatch_lines(["*saved with 5 training seed(s) (k=5) and this run measured 3 (k=3)*"])
+    mixed.stdout.fnmatch_lines([f"*saved with {DEFAULT_SEEDS} training seed(s) (k={DEFAULT_SEEDS}) and this run "
+                                "measured 3 (k=3)*"])
 
 
 def test_bad_seed_count_is_a_usage_error(pytester):

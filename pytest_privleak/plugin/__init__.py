@@ -239,9 +239,9 @@ def train_target(privleak_device: str, privleak_cache, privleak_seed: int, privl
 
     Kinds: ``"joint-bilstm-crf"`` (canary-extraction-nlu §4.1) and the others in
     ``pytest_privleak.targets.KINDS``. Training runs on this worker's device.
-    ``seeds=k`` (default ``--privleak-seeds``, 1) trains k models with seeds
+    ``seeds=k`` (default ``--privleak-seeds``, 7) trains k models with seeds
     seed..seed+k-1 and returns them as a ``SeedModels`` that every assertion
-    judges over the seeds; with the default 1 it returns the one model.
+    judges over the seeds; with 1 it returns the one model.
     """
     from ..targets import train_target as _train
     from ..targets.seeds import train_target_seeds

@@ -39,7 +39,7 @@ def check_seed_count(seeds: Any, what: str = "seeds") -> int:
     """``seeds`` as an int >= 1, else ``ValueError`` naming ``what`` and the fix."""
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
         raise ValueError(f"{what}={seeds!r} must be an integer >= 1 (the number of training seeds, each a model "
-                         "trained once); fix: seeds=1 for one draw (today's behaviour), seeds=3 or 5 for a figure "
+                         "trained once); fix: seeds=1 for one draw, seeds=7 (the plugin's default) for a figure "
                          "that holds across retrains")
     return int(seeds)
 
