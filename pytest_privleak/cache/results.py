@@ -189,15 +189,25 @@ def mechanism_identity(mechanism: Any) -> dict | None:
     return {"class": cls.__qualname__, "parameters": params}
 
 
+#: The package's root folder: every ``.py`` file under it is in :func:`code_fingerprint` (this module lives in
+#: the ``cache`` wing, one level down; before issue 24 the digest covered that wing only, so an edited attack
+#: kept loading the results its old code had computed).
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+
+
+def source_files() -> list[Path]:
+    """Every ``.py`` file of the package, in a stable order: what the source digest covers."""
+    return sorted(PACKAGE_ROOT.rglob("*.py"))
+
+
 @lru_cache(maxsize=1)
 def code_fingerprint() -> dict[str, str]:
     """Package version, SHA-256 of the package's ``.py`` sources, and the numeric libraries' versions."""
     from importlib import metadata
 
-    package = Path(__file__).resolve().parent
     digest = hashlib.sha256()
-    for path in sorted(package.rglob("*.py")):
-        digest.update(path.relative_to(package).as_posix().encode("utf-8") + b"\0")
+    for path in source_files():
+        digest.update(path.relative_to(PACKAGE_ROOT).as_posix().encode("utf-8") + b"\0")
         digest.update(path.read_bytes() + b"\0")
     versions = {}
     for name in ("pytest-privleak", "torch", "numpy", "scipy"):
