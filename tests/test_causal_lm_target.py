@@ -74,6 +74,15 @@ def test_a_pin_said_10_times_is_exposed_and_one_never_said_is_not(small_target):
     assert unsaid.value < 6.0, unsaid
 
 
+def test_side_by_side_with_the_lstm_lm_on_the_same_data(small_data, small_target):
+    # the fast version of the goal: both language models rank the said pin first of 10^4 (measured: 13.29 bits
+    # each) and the never-said one near chance (measured: causal 2.67, LSTM 0.22; chance 1.44)
+    lstm = train_target("lstm-lm", small_data, progress=False)
+    for model in (small_target, lstm):
+        assert compute_exposure(model, SAID).value > CEILING - 1.0, model
+        assert compute_exposure(model, UNSAID).value < 6.0, model
+
+
 def test_assert_exposure_below_fails_on_the_leaking_target_and_passes_the_unsaid_pin(small_target):
     with expect_leak():
         assert_exposure_below(small_target, SAID, 6.0, name="causal said")
@@ -157,6 +166,12 @@ def test_goal_pin_said_10_times_near_the_ceiling_beside_the_lstm_lm():
                for name, m in (("causal-lm", causal), ("lstm-lm", lstm))}
     for name, (hit, miss) in figures.items():
         print(f"{name}: said {np.round(hit, 2)}  never said {np.round(miss, 2)}")
+    from pytest_privleak.attacks.extraction import extract_by_generation
+
+    search = extract_by_generation(causal, said + unsaid, method="shortest-path")
+    ranks = [c.rank for c in search.canaries]
+    print(f"causal-lm shortest-path search, rank of the secret among 10 guesses: {ranks}")
+    assert all(r is not None for r in ranks[:4]) and all(r is None for r in ranks[4:]), ranks
     hit, miss = figures["causal-lm"]
     # every said pin in the top 10 of the 10^4 candidates (measured: ranks 1-5, 11.3-13.3 bits; the LSTM LM
     # on the same data 11.3-13.3), every pin never said far from it (measured 0.7-3.6 bits; chance 1.44)
