@@ -44,15 +44,17 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     torch.set_num_threads(1)
     base = generate_snips_like(n_train=300, n_valid=0, n_test=0)
-    print("| claimed ε | method | threat model | ε_lcb | ε_lcb / ε | Steinke ε_lcb | wall s |")
-    print("|---|---|---|---|---|---|---|")
+    print("| claimed ε | method | threat model | ε_lcb | ε_lcb / ε | Steinke ε_lcb | ceiling | wall s |")
+    print("|---|---|---|---|---|---|---|---|")
     for eps in (1.0, 4.0, 8.0):
         for method, threat in (("one-run", "white-box"), ("one-run", "black-box"), ("distinguish", "white-box")):
             r, seconds = _measure(base, eps, "none", threat=threat, method=method, runs=args.runs, seed=args.seed)
             steinke = r.extra.get("epsilon_lcb_steinke")
+            ceiling = r.extra.get("distinguish_ceiling")
             name = method if method == "one-run" else f"distinguish ({args.runs}+{args.runs} runs)"
             print(f"| {eps:g} | {name} | {threat} | {r.value:.3f} | {r.value / eps:.3f} | "
-                  f"{'' if steinke is None else f'{steinke:.3f}'} | {seconds:.0f} |", flush=True)
+                  f"{'' if steinke is None else f'{steinke:.3f}'} | {'' if ceiling is None else f'{ceiling:.2f}'} | "
+                  f"{seconds:.0f} |", flush=True)
     print()
     print("| seeded bug (claimed ε = 2) | white-box ε_lcb | black-box ε_lcb | caught |")
     print("|---|---|---|---|")

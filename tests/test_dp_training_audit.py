@@ -124,6 +124,12 @@ def test_noise_and_clipping_bugs_are_caught_white_box(data, bug, extra):
         assert part in message, part
 
 
+def test_misreported_sampling_rate_is_caught_at_epsilon_1(data):
+    with expect_leak() as caught:
+        _assert(data, "rate-misreported", eps=1.0)
+    assert caught.result.value > 1.0 and caught.result.threshold == 1.0
+
+
 def test_noise_off_is_caught_black_box(data):
     with expect_leak() as caught:
         _assert(data, "noise-off", threat_model="black-box")
@@ -172,25 +178,29 @@ def test_auto_names_what_ran_and_why(data):
 
 @pytest.mark.slow
 def test_distinguish_catches_noise_off_and_passes_the_correct_pipeline(data):
-    kwargs = dict(build=P.build, method="distinguish", threat_model="white-box", runs=12)
+    # 30 runs per side: each half of 15 can certify up to about 1.8 at 95% (cross-fitted Clopper-Pearson)
+    kwargs = dict(build=P.build, method="distinguish", threat_model="white-box", runs=30)
     with expect_leak():
         assert_dp_training_holds(P.train, data, 1.0, DELTA, config=_config("noise-off", 1.0), **kwargs)
     assert assert_dp_training_holds(P.train, data, 1.0, DELTA, config=_config("none", 1.0), **kwargs).passed
 
 
-CAUGHT = [("noise-off", "white-box", {}), ("noise-div10", "white-box", {}), ("clip-off", "white-box", {"lr": 0.5}),
-          ("per-batch-clip", "white-box", {}), ("noise-off", "black-box", {})]
+#: (bug, threat model, claimed ε, config): the bugs the audit catches in >= 19 of 20 seeds (measured 20/20
+#: each); the sampler and normalisation bugs are not caught (see the notes), so they are not listed.
+CAUGHT = [("noise-off", "white-box", EPS, {}), ("noise-div10", "white-box", EPS, {}),
+          ("clip-off", "white-box", EPS, {"lr": 0.5}), ("per-batch-clip", "white-box", EPS, {}),
+          ("rate-misreported", "white-box", 1.0, {}), ("noise-off", "black-box", EPS, {})]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("bug, threat_model, extra", CAUGHT)
-def test_catch_rate_over_20_seeds(data, bug, threat_model, extra):
+@pytest.mark.parametrize("bug, threat_model, eps, extra", CAUGHT)
+def test_catch_rate_over_20_seeds(data, bug, threat_model, eps, extra):
     caught = 0
     for seed in range(20):
-        result = measure_dp_training(P.train, data, EPS, DELTA, build=P.build, wrap=P.Scorer, method="one-run",
-                                     threat_model=threat_model, config=_config(bug, **extra), seed=seed,
+        result = measure_dp_training(P.train, data, eps, DELTA, build=P.build, wrap=P.Scorer, method="one-run",
+                                     threat_model=threat_model, config=_config(bug, eps, **extra), seed=seed,
                                      check_seed=False)
-        caught += result.value > EPS
+        caught += result.value > eps
     assert caught >= 19, f"{bug} ({threat_model}) caught in {caught} of 20 seeds"
 
 
