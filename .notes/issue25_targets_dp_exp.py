@@ -11,6 +11,7 @@ import torch
 torch.set_num_threads(1)
 from pytest_privleak.attacks.cea_assertion import measure_cea
 from pytest_privleak.attacks.exposure_assertion import measure_exposure
+from pytest_privleak.attacks.membership_assertion import measure_membership
 from pytest_privleak.canaries import canary, inject_canaries
 from pytest_privleak.data.synthetic import generate_snips_like
 from pytest_privleak.targets import train_target
@@ -31,9 +32,12 @@ for seed in seeds:
         exposure = measure_exposure(model, pin)
         cea = measure_cea(model, pin)
         quality = model.evaluate(data.test)
+        members = [u for u in data.train if u.tokens != pin.tokens][:len(data.test)]
+        membership = measure_membership(model, members, data.test)
         facts = model.describe().get("dp", {})
         print(f"seed={seed} eps={eps} spent={facts.get('epsilon_spent')} sigma={facts.get('noise_multiplier')} "
               f"train_s={seconds:.1f} exposure={exposure.value:.3f} rank={exposure.evidence.get('rank')} "
               f"cea_acc={cea.value} cea_best_rank={cea.extra.get('best_rank_of_truth')} hdt={cea.extra.get('hdt')} "
+              f"mia_auc={membership.value:.3f} mia_attack={membership.evidence.get('attack', membership.evidence.get('method'))} "
               f"intent_acc={quality['intent_accuracy']:.3f} slot_acc={quality['slot_accuracy']:.3f} "
               f"final_train_loss={model.history[-1]['train_loss']:.2f}", flush=True)

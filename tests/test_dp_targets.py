@@ -174,18 +174,31 @@ def test_records_written_before_dp_still_load():
 
 # --------------------------------------------------------------------------- DP cuts memorisation
 
-@pytest.fixture(scope="module")
-def pin_said_100_times():
-    return inject_canaries(generate_snips_like(n_train=300, n_valid=40, n_test=0, seed=0), PIN, repeats=100)
+def _plain_and_private(data, epsilon: float, epochs: int):
+    small = dict(epochs=epochs, embedding_dim=32, hidden_dim=32)
+    plain = train_target("joint-bilstm-crf", data, progress=False, **small)
+    private = train_target("joint-bilstm-crf", data, progress=False, dp={**DP8, "epsilon": epsilon}, **small)
+    return plain, private
 
 
-@pytest.mark.slow   # two trainings of 4 epochs: about 25 s on an idle core, 56 s on the shared CI machine
-def test_dp_sgd_cuts_the_exposure_of_a_pin_said_100_times(pin_said_100_times):
-    """At epsilon = 1 the pin drops from the top 13 of 10^4 pins (9.6 bits) to about rank 1200 (3.0 bits)."""
-    small = dict(epochs=4, embedding_dim=32, hidden_dim=32)
-    plain = train_target("joint-bilstm-crf", pin_said_100_times, progress=False, **small)
-    private = train_target("joint-bilstm-crf", pin_said_100_times, progress=False, dp={**DP8, "epsilon": 1},
-                           **small)
+@pytest.mark.slow   # two trainings of 10 epochs: about 25 s on an idle core, 30-60 s on the shared CI machine
+def test_dp_sgd_at_epsilon_8_hides_a_pin_said_10_times():
+    """Without DP the pin ranks 3rd of 10^4 (11.7 bits); at epsilon = 8 it ranks 2863rd (1.8 bits, chance 1.44)."""
+    data = inject_canaries(generate_snips_like(n_train=300, n_valid=40, n_test=0, seed=0), PIN, repeats=10)
+    plain, private = _plain_and_private(data, 8.0, epochs=10)
+    with expect_leak():
+        assert_exposure_below(plain, PIN, 8.0)
+    assert_exposure_below(private, PIN, 8.0)
+    assert measure_exposure(private, PIN).value < measure_exposure(plain, PIN).value - 6.0
+
+
+@pytest.mark.slow   # two trainings of 4 epochs: about 20 s on an idle core, 56 s on the shared CI machine
+def test_dp_sgd_at_epsilon_1_hides_a_pin_said_100_times():
+    """At epsilon = 1 the pin drops from rank 13 of 10^4 pins (9.6 bits) to rank 1666 (2.6 bits). (At epsilon = 8
+    it did not at this seed: 10.5 bits, rank 7; 100 copies are a group of 100, for which epsilon = 8 promises
+    nothing.)"""
+    data = inject_canaries(generate_snips_like(n_train=300, n_valid=40, n_test=0, seed=0), PIN, repeats=100)
+    plain, private = _plain_and_private(data, 1.0, epochs=4)
     with expect_leak():
         assert_exposure_below(plain, PIN, 8.0)
     assert_exposure_below(private, PIN, 8.0)
