@@ -2,7 +2,8 @@
 copy of the current package (as bench/bench_suite.py does); prints how many results each run loaded."""
 import shutil, sys, tempfile
 from pathlib import Path
-sys.path.insert(0, "/work/main/bench")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import bench_suite as b
 
 kept = Path(sys.argv[1])

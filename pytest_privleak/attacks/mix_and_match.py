@@ -410,8 +410,8 @@ def _check_method(method: Any) -> str:
 def _check_int(name: str, value: Any, low: int) -> int:
     __tracebackhide__ = True   # a usage error shows at the caller's line
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name}={value!r} must be an integer >= {low}; fix: e.g. {name}={max(low, 1) * 512}, or "
-                         "leave it out for the default")
+        raise ValueError(f"{name}={value!r} must be an integer >= {low}; fix: a whole number such as {name}=512, "
+                         f"or leave {name} out for the default")
     return value
 
 
