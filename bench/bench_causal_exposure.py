@@ -6,9 +6,10 @@ Trains (or loads from ``--cache``) ``train_target("causal-lm", ...)`` on a
 Snips-like set with one pin said 10 times, then times
 ``compute_exposure(method="exact")`` over the 10^4 candidates three ways:
 
-* shared prefix: the target as it is (the prefix ``<s> my pin code is``
-  through the model once per batch, its key/value cache expanded over the
-  candidates, only the 4 digits per candidate; ``score_with_shared_prefix``);
+* shared prefix: the target as it is (``score_with_shared_prefix``): the
+  prefix ``<s> my pin code is`` through the model once per batch of 4096
+  candidates, its key/value cache expanded over the distinct first three
+  digits of the batch (the fourth digit is read off their outputs, never fed);
 * full rows, batched: the same model seen only through ``score(utterances)``
   (every candidate's whole sentence, tokenised, 64 per forward pass; what
   exposure ran before issue 20);

@@ -10,6 +10,11 @@ batch of candidates, and only the secret's pieces go through the model:
 
     -log2 Pr(p s) = -log2 Pr(p) - log2 Pr(s_1 | p) - sum_t log2 Pr(s_t | p s_<t)
 
+The last piece of a candidate is never fed (no score reads what follows
+it), and candidates whose other pieces agree share one row: a 4-digit pin
+space feeds the distinct first three digits, a thousand rows of three
+pieces, instead of ten thousand rows of nine.
+
 Candidates are given as indices into a word list (``choices [B, n]``), so
 the pieces of a batch are built by tensor indexing, never one Python object
 per candidate. The pieces of each word are those the tokenizer gives it
@@ -165,7 +170,13 @@ def shared_prefix_bits(model: Any, plan: PrefixPlan, choices: torch.Tensor,
                        check: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
     """``-log2 Pr(prefix, suffix)`` (float64 ``[B]``) of each candidate, the prefix through the model once.
 
-    ``check`` refuses non-finite log-probabilities (it raises).
+    A suffix ``s_1..s_w`` needs the model's outputs after ``p``, ``p s_1``, ..,
+    ``p s_1..s_(w-1)``: the first comes with the prefix, the others from
+    feeding ``s_1..s_(w-1)`` (never the last piece, whose prediction no score
+    reads). Candidates that share those inputs (the 10 pins ``4 8 2 *``) share
+    one row: the distinct rows go through the model, in passes of at most
+    :data:`LOGITS_BUDGET` bytes of logits, each pass on the prefix's cache
+    expanded over its rows. ``check`` refuses non-finite log-probabilities (it raises).
     """
     device = model.get_input_embeddings().weight.device
     kwarg = _cache_kwarg(model)
@@ -174,22 +185,41 @@ def shared_prefix_bits(model: Any, plan: PrefixPlan, choices: torch.Tensor,
     prefix_logits = out.logits[0]
     prefix_logp = check(token_logp(prefix_logits[:-1], common[0, 1:])).double().sum()
     first_logp = check(torch.log_softmax(prefix_logits[-1].float(), dim=-1))
-    layers = _layers(out[kwarg] if kwarg in out else out["past_key_values"])
     ids, mask = plan.suffixes(choices.cpu())
     ids = ids.to(device)
-    mask = mask.to(device) if mask is not None else None
-    rows_per_pass = max(1, LOGITS_BUDGET // (4 * ids.shape[1] * first_logp.shape[0]))
-    totals = torch.empty(ids.shape[0], dtype=torch.float64, device=device)
-    ones = torch.ones((1, common.shape[1]), dtype=torch.long, device=device)
-    for start in range(0, ids.shape[0], rows_per_pass):
-        chunk = ids[start:start + rows_per_pass]
-        batch = chunk.shape[0]
+    totals = first_logp[ids[:, 0]].double()
+    if ids.shape[1] > 1:
+        layers = _layers(out[kwarg] if kwarg in out else out["past_key_values"])
+        mask = mask.to(device) if mask is not None else None
+        totals = totals + _rest_logp(model, kwarg, layers, common.shape[1], ids, mask, check)
+    return -(totals + prefix_logp) / LN2
+
+
+def _rest_logp(model: Any, kwarg: str, layers: list, prefix_length: int, ids: torch.Tensor,
+               mask: torch.Tensor | None, check: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    """``sum_(t >= 2) log Pr(s_t | p s_<t)`` (float64 ``[B]``), each distinct ``s_1..s_(w-1)`` fed once."""
+    inputs, targets = ids[:, :-1], ids[:, 1:]
+    keys = inputs if mask is None else torch.cat([inputs, mask[:, :-1].long()], dim=1)
+    distinct, row_of = torch.unique(keys, dim=0, return_inverse=True)
+    width = inputs.shape[1]
+    vocab = model.get_output_embeddings().weight.shape[0] if model.get_output_embeddings() is not None else \
+        model.config.vocab_size
+    rows_per_pass = max(1, LOGITS_BUDGET // (4 * width * vocab))
+    positions = torch.arange(width, device=ids.device)
+    logp = torch.zeros(targets.shape, dtype=torch.float64, device=ids.device)
+    ones = torch.ones((1, prefix_length), dtype=torch.long, device=ids.device)
+    for start in range(0, distinct.shape[0], rows_per_pass):
+        rows = distinct[start:start + rows_per_pass]
+        batch = rows.shape[0]
         options = {kwarg: _expanded(layers, batch), "use_cache": True}
         if mask is not None:
-            options["attention_mask"] = torch.cat([ones.expand(batch, -1), mask[start:start + batch].long()], 1)
-        logits = logits_but_last(model, chunk, **options)
-        logp = check(token_logp(logits, chunk[:, 1:]))
-        if mask is not None:
-            logp = logp.masked_fill(~mask[start:start + batch, 1:], 0.0)
-        totals[start:start + batch] = first_logp[chunk[:, 0]].double() + logp.double().sum(1)
-    return -(totals + prefix_logp) / LN2
+            options["attention_mask"] = torch.cat([ones.expand(batch, -1), rows[:, width:]], dim=1)
+        logits = model(input_ids=rows[:, :width], **options).logits.float()        # [batch, width, |V|]
+        normaliser = check(torch.logsumexp(logits, dim=-1))
+        mine = ((row_of >= start) & (row_of < start + batch)).nonzero().squeeze(1)  # candidates of these rows
+        local = (row_of[mine] - start).unsqueeze(1)
+        picked = logits[local, positions.unsqueeze(0), targets[mine]] - normaliser[local, positions.unsqueeze(0)]
+        logp[mine] = check(picked).double()
+    if mask is not None:
+        logp = logp.masked_fill(~mask[:, 1:], 0.0)
+    return logp.sum(dim=1)
