@@ -71,6 +71,8 @@ def test_bad_config_and_dataset_are_named(data):
         train_target("causal-lm", data, hidden=3, progress=False)
     with pytest.raises(ValueError, match=r"base='' must be 'tiny-gpt2' or a local folder"):
         train_target("causal-lm", data, base="", progress=False)
+    with pytest.raises(ValueError, match=r"config base_seed=-1 must be an integer >= 0"):
+        train_target("causal-lm", data, base_seed=-1, progress=False)
     with pytest.raises(TypeError, match=r"dataset must be an NLUDataset, got list"):
         train_target("causal-lm", [], progress=False)
 

@@ -127,6 +127,18 @@ def test_same_seed_same_weights_without_a_cache(small_data):
     assert not torch.equal(targets[0].model.transformer.wte.weight[:10], bases[0].model.transformer.wte.weight[:10])
 
 
+def test_training_seeds_share_one_pretrained_base(small_data, cache_dir):
+    # the public base is one model (base_seed); a second training seed fine-tunes it without pretraining again
+    from pytest_privleak.targets.tiny_gpt2 import tiny_gpt2_key
+
+    cache = TargetCache(cache_dir)
+    first = train_target("causal-lm", small_data, cache=cache, progress=False, epochs=1, seed=0)
+    second = train_target("causal-lm", small_data, cache=cache, progress=False, epochs=1, seed=1)
+    assert first.history["base_digest"] == second.history["base_digest"] == tiny_gpt2_key(0)
+    assert first.content_hash != second.content_hash
+    assert not torch.equal(first.model.transformer.wte.weight, second.model.transformer.wte.weight)
+
+
 def test_words_the_base_lacks_get_their_own_rows(small_data, cache_dir):
     pattern = custom_pattern("door", ("my", "zorblat", "door", "is"), tuple("0123456789"), 3, "DoorIntent")
     door = canary(pattern, seed=2)

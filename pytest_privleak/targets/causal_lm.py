@@ -63,6 +63,7 @@ class CausalLMConfig:
     grad_clip: float = 1.0
     max_length: int = 64             # pieces per utterance with <s> and </s>; longer ones are cut
     extra_tokens: tuple[str, ...] = ()   # words the tiny base's vocabulary must hold besides the data's
+    base_seed: int = 0               # pretraining seed of the tiny base: one public model whatever the seed
     threads: int | None = 1
 
     def __post_init__(self) -> None:
@@ -72,6 +73,8 @@ class CausalLMConfig:
             raise ValueError(f"base={self.base!r} must be {TINY_BASE!r} or a local folder holding a causal LM "
                              "written by save_pretrained (a str path)")
         object.__setattr__(self, "extra_tokens", check_extra_tokens(self.extra_tokens))
+        if not isinstance(self.base_seed, int) or isinstance(self.base_seed, bool) or self.base_seed < 0:
+            raise ValueError(f"config base_seed={self.base_seed!r} must be an integer >= 0; fix: e.g. base_seed=0")
         training.check_training_config(self, ("epochs", "batch_size", "patience", "max_length"))
 
     def to_json(self) -> dict:
@@ -104,13 +107,17 @@ def base_folder(base: str) -> Path | None:
     return folder
 
 
-def load_base(cfg: CausalLMConfig, *, cache, seed: int) -> tuple[Any, Any, str]:
-    """``(model, tokenizer, digest)`` of the base: the tiny GPT-2 (pretrained or cached) or a local folder."""
+def load_base(cfg: CausalLMConfig, *, cache) -> tuple[Any, Any, str]:
+    """``(model, tokenizer, digest)`` of the base: the tiny GPT-2 (pretrained or cached) or a local folder.
+
+    The tiny base is pretrained with ``cfg.base_seed``, not the fine-tuning seed: as a team's downloaded
+    model, the public base is one model, and training seeds vary the fine-tuning only.
+    """
     folder = base_folder(cfg.base)
     if folder is None:
         from .tiny_gpt2 import pretrain_tiny_gpt2
 
-        base = pretrain_tiny_gpt2(cache=cache, seed=seed)
+        base = pretrain_tiny_gpt2(cache=cache, seed=cfg.base_seed)
         return base.model, base.tokenizer, base.content_hash
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -330,7 +337,7 @@ def train(dataset, *, device: str = "cpu", cache=None, seed: int = 0, progress: 
 
     def base() -> tuple[Any, Any, str]:
         if "base" not in box:
-            box["base"] = load_base(cfg, cache=cache, seed=seed)
+            box["base"] = load_base(cfg, cache=cache)
         return box["base"]
 
     folder = base_folder(cfg.base)
@@ -341,7 +348,7 @@ def train(dataset, *, device: str = "cpu", cache=None, seed: int = 0, progress: 
     else:
         from .tiny_gpt2 import tiny_gpt2_key
 
-        base_id = tiny_gpt2_key(seed)
+        base_id = tiny_gpt2_key(cfg.base_seed)
     key = content_hash({"kind": KIND, "dataset": dataset.content_hash(), "config": cfg, "seed": seed,
                         "base": base_id, "device_type": torch_device.type, "code_version": training.CODE_VERSION})
     target, _ = training.cached(cache, key, build=lambda: _build(dataset, cfg, seed, torch_device, base(), key,
