@@ -117,3 +117,26 @@ def test_mix_and_match_gives_bitwise_equal_ranks_with_one_and_two_threads(classi
     assert figures[1] == figures[2]
     said, never = (json.loads(f) for f in figures[1])
     assert said["value"] < never["value"]   # the comparison is between real figures: a memorised and a secret one
+
+
+def test_embedding_inversion_trains_its_sub_attacks_with_one_thread_whatever_the_callers_count(threads,
+                                                                                               monkeypatch):
+    from pytest_privleak.embeddings import inversion
+
+    seen = []
+    train = inversion.train_sub_attacks
+
+    def recording(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return train(*args, **kwargs)
+
+    monkeypatch.setattr(inversion, "train_sub_attacks", recording)
+    threads(2)
+
+    class Encoder:
+        def encode(self, texts):
+            rng = np.random.default_rng(len(texts))
+            return rng.normal(size=(len(texts), 8)).astype(np.float32)
+
+    inversion.invert_embeddings(Encoder(), "citizen-id", n_train=64, n_victims=8, steps=2)
+    assert seen == [1] and torch.get_num_threads() == 2

@@ -236,10 +236,12 @@ def _plain(obj: Any) -> Any:
 #: trains its attack models with one thread whatever the caller's count
 #: (:data:`pytest_privleak.embeddings.keywords.TRAINING_THREADS`) and encodes at the caller's: its
 #: results and Mix And Match's were bitwise equal at 1, 2, 4 and 8 threads on the sample project's calls
-#: (tests/test_thread_free_training_attacks.py checks 1 and 2). Embedding inversion and CEA's gradient
-#: search train at the caller's count and keep it in their key.
+#: (tests/test_thread_free_training_attacks.py checks 1 and 2). Embedding inversion trains its sub-attacks
+#: with one thread the same way (:data:`pytest_privleak.embeddings.inversion.TRAINING_THREADS`; its figures
+#: were bitwise equal at 1, 2 and 4 threads before the pin). CEA's gradient search trains at the caller's
+#: count and keeps it in its key.
 THREAD_FREE_ATTACKS = frozenset({"exposure", "d-exposure", "ldp", "membership", "keyword-inference",
-                                 "mix-and-match"})
+                                 "mix-and-match", "embedding-inversion"})
 
 
 def result_key(attack: str, models: Sequence[Any], inputs: dict[str, Any], *,

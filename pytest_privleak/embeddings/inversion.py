@@ -46,9 +46,11 @@ import numpy as np
 import torch
 
 from ..stats import clopper_pearson
+from ..targets.training import torch_threads
 from .patterns import CitizenIdPattern, GenomePattern, get_pattern
 from .training import Standardiser, encode, mlp, predict
 
+TRAINING_THREADS = 1   # torch threads of the sub-attacks' training, whatever the caller's count
 BATCH = 128  # §V-C: "The training batch size is set as 128 for each sub-attack"
 #: Generated samples the attacker encodes and iterations it trains (module docstring: the smallest budget
 #: measured to reach Table II's range on all-MiniLM-L6-v2; the paper: 100,000 iterations of fresh samples).
@@ -143,10 +145,14 @@ def invert_embeddings(encoder: Any, pattern: Any = "citizen-id", *, n_train: int
     z_victims = encode(encoder, victims.texts, what="the embeddings of the victims' texts", dim=z_train.shape[1])
     scale = Standardiser(z_train)
     x_train, x_victims = scale(z_train), scale(z_victims)
-    if isinstance(pattern, GenomePattern):
-        return _genome(pattern, x_train, x_victims, train.labels, victims.labels, n_train, steps, seed, confidence)
-    return _citizen(pattern, subs, x_train, x_victims, train.labels, victims.labels, n_train, steps, seed,
-                    confidence)
+    # the sub-attacks train with one torch thread whatever the caller's count, so the figures do not depend on
+    # the cores an xdist worker gets and the result cache keys them without the count (issue 24 item 6)
+    with torch_threads(TRAINING_THREADS):
+        if isinstance(pattern, GenomePattern):
+            return _genome(pattern, x_train, x_victims, train.labels, victims.labels, n_train, steps, seed,
+                           confidence)
+        return _citizen(pattern, subs, x_train, x_victims, train.labels, victims.labels, n_train, steps, seed,
+                        confidence)
 
 
 def check_sub_attacks(pattern: Any, sub_attacks: Any) -> tuple[str, ...]:
