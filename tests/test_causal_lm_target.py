@@ -97,6 +97,23 @@ def test_the_target_scores_as_the_adapter_of_its_model_does(small_target):
     assert mine[0] < mine[1]                      # the said pin is likelier
 
 
+def test_token_log_probs_sum_to_the_score_and_scoring_ignores_the_callers_threads(small_target, small_data):
+    items = list(small_data.train[:8])
+    rows = small_target.token_log_probs(items)
+    assert np.allclose([-r.sum() / math.log(2) for r in rows], small_target.score(items), rtol=1e-5)
+    assert all((r <= 0).all() for r in rows)
+    before = torch.get_num_threads()
+    try:
+        scores = {}
+        for count in (1, 2):
+            torch.set_num_threads(count)
+            scores[count] = small_target.score(items)
+            assert torch.get_num_threads() == count           # the caller's count is restored
+        assert np.array_equal(scores[1], scores[2])            # scored with the target's own thread count
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_greedy_generation_from_the_prefix_says_the_pin(small_target):
     tok = small_target.tokenizer
     ids = torch.tensor([[tok.bos_token_id, *tok(" ".join(SAID.pattern.prefix))["input_ids"]]])

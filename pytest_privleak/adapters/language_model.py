@@ -175,6 +175,23 @@ class CausalLMScorer(_LMScorer):
             out[chunk] = bits.double().cpu().numpy()
         return out
 
+    @torch.no_grad()
+    def token_log_probs(self, utterances: Sequence[Any]) -> list[np.ndarray]:
+        """``log Pr(x_t | x_<t)`` (nats) of every scored piece of each utterance, float64 rows.
+
+        The per-token view of :meth:`score` (each row sums to ``-score * ln 2``), for Min-K% Prob
+        (:mod:`pytest_privleak.attacks.membership_reference_free`).
+        """
+        rows = self._rows(utterances)
+        out: list[np.ndarray] = []
+        for start in range(0, len(rows), self.batch_size):
+            chunk = rows[start:start + self.batch_size]
+            ids, mask = self._padded(chunk)
+            logits = logits_but_last(self.model, ids, attention_mask=mask, use_cache=False)
+            logp = self._check(token_logp(logits, ids[:, 1:])).double().cpu().numpy()
+            out += [logp[i, :len(r) - 1] for i, r in enumerate(chunk)]
+        return out
+
     def unknown_words(self, words: Sequence[str]) -> list[str]:
         """The ``words`` (distinct, in order) that the tokenizer spells with its unknown token, or with nothing."""
         words = list(dict.fromkeys(words))
