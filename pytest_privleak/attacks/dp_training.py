@@ -192,11 +192,16 @@ def _threat_models(threat_model: str, train, wrap) -> list[str]:
 
 def _check_seed_used(trainer: _Trainer, dataset, seed: int, first: torch.nn.Module, hook=None) -> None:
     """A train function that ignores its seed makes every run the same draw: refuse it."""
-    other = trainer.module(dataset, seed + 1, hook)
+    _refuse_same_weights(trainer, (seed, first), (seed + 1, trainer.module(dataset, seed + 1, hook)))
+
+
+def _refuse_same_weights(trainer: _Trainer, one: tuple[int, torch.nn.Module], two: tuple[int, torch.nn.Module]) -> None:
+    """Two trainings of the same data under different seeds gave identical weights: the seed is ignored."""
+    (seed, first), (other_seed, other) = one, two
     same = all(torch.equal(a, b) for a, b in zip(first.state_dict().values(), other.state_dict().values()))
     if same:
         raise ValueError(f"train={getattr(trainer.train, '__qualname__', trainer.train)!r} returned identical "
-                         f"weights for seeds {seed} and {seed + 1}: it ignores its seed (or reseeds torch with a "
+                         f"weights for seeds {seed} and {other_seed}: it ignores its seed (or reseeds torch with a "
                          "constant), so its DP noise is one fixed draw and no audit of it is sound; fix: seed every "
                          "random generator of training from the seed argument (Opacus draws its noise from torch's "
                          "global RNG unless given a generator)")
@@ -271,30 +276,31 @@ def _distinguish(trainer: _Trainer, threat: str, dataset, delta: float, confiden
         with_data = dataset.with_train(dataset.train + (canary,), name=f"{dataset.name} + 1 audit canary")
         what = f"input canary {canary.text!r} -> {canary.intent}"
 
-        def score(present: bool, run_seed: int) -> float:
+        def score(present: bool, run_seed: int) -> tuple[float, torch.nn.Module]:
             module = trainer.module(with_data if present else dataset, run_seed)
-            return float(trainer.black_scores(module, [canary])[0])
+            return float(trainer.black_scores(module, [canary])[0]), module
     else:
         from ..dp.gradient_canaries import DiracCanaryHook, dirac_scores, pick_coordinates
 
         coordinate = pick_coordinates(trainer.build(dataset), 1, seed)
         what = f"Dirac gradient canary at {_coordinate_names(trainer.build(dataset))(int(coordinate[0]))}"
 
-        def score(present: bool, run_seed: int) -> float:
-            hook = DiracCanaryHook(coordinate, [present], seed=run_seed)
-            return float(dirac_scores(trainer.module(dataset, run_seed, hook), coordinate)[0])
+        def score(present: bool, run_seed: int) -> tuple[float, torch.nn.Module]:
+            module = trainer.module(dataset, run_seed, DiracCanaryHook(coordinate, [present], seed=run_seed))
+            return float(dirac_scores(module, coordinate)[0]), module
     with_, without = [], []
+    first: tuple[int, torch.nn.Module] | None = None
     for i in range(runs):
         if deadline is not None and time.perf_counter() > deadline:
             break
         base = 1_000_003 * (seed + 1) + 2 * i
-        with_.append(score(True, base))
-        without.append(score(False, base + 1))
-    if len(set(without)) == 1 and len(without) > 1:
-        raise ValueError(f"train={getattr(trainer.train, '__qualname__', trainer.train)!r} gave the same canary "
-                         f"score in all {len(without)} runs without the canary (different seeds): it ignores its "
-                         "seed, so the runs are one draw; fix: seed training's random generators from the seed "
-                         "argument")
+        with_.append(score(True, base)[0])
+        value, module = score(False, base + 1)
+        without.append(value)
+        if first is None:
+            first = (base + 1, module)
+        elif len(without) == 2:
+            _refuse_same_weights(trainer, first, (base + 1, module))
     complete = len(with_) == runs
     covered = f"{len(with_)} of {runs} runs per side before time_budget_s ran out"
     if len(with_) < 2:
