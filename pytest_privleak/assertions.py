@@ -39,6 +39,16 @@ _HELPERS = {
     "measure_embedding_inversion": ".embeddings.inversion_assertion",
     "assert_keyword_inference_at_most": ".embeddings.keyword_assertion",
     "measure_keyword_inference": ".embeddings.keyword_assertion",
+    "assert_extraction_at_most": ".attacks.extraction_assertion",
+    "measure_extraction": ".attacks.extraction_assertion",
+    "assert_untargeted_extraction_at_most": ".attacks.untargeted_extraction_assertion",
+    "measure_untargeted_extraction": ".attacks.untargeted_extraction_assertion",
+    "assert_pii_exposure_below": ".attacks.pii_exposure_assertion",
+    "measure_pii_exposure": ".attacks.pii_exposure_assertion",
+    "assert_pii_extraction_at_most": ".attacks.pii_exposure_assertion",
+    "measure_pii_extraction": ".attacks.pii_exposure_assertion",
+    "assert_dp_training_holds": ".attacks.dp_training_assertion",
+    "measure_dp_training": ".attacks.dp_training",
 }
 
 __all__ = ["check", *sorted(_HELPERS)]

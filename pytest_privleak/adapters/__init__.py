@@ -30,6 +30,9 @@ _LAZY = {
     "encoder_adapter": ".encoder",
     "TransformersEncoder": ".encoder",
     "load_minilm": ".encoder",
+    "generate_from_prefixes": ".generation",
+    "generator_for": ".generation",
+    "TokenGenerator": ".generation",
 }
 
 __all__ = ["from_transformers", *sorted(_LAZY)]
