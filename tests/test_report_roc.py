@@ -55,3 +55,25 @@ def test_failures_come_first_and_text_is_escaped():
     html = roc_charts_html(report)
     assert "&lt;ok&gt;" in html and "<ok>" not in html and "leaky (FAIL)" in html
     assert roc_charts_html(report_with({"label": "x", "verdict": "pass"})) == ""
+
+
+def test_the_html_report_draws_the_roc_of_a_recorded_membership_result(pytester):
+    pytester.makepyfile(test_m="""
+        import numpy as np
+        from pytest_privleak import measure_membership
+        from pytest_privleak.data.types import Utterance
+
+        class Table:
+            def score(self, utterances):
+                return np.array([float(u.tokens[0]) for u in utterances])
+
+        def test_m():
+            members = [Utterance((f"{0.001 * i:.3f}",), ("O",), "x") for i in range(200)]
+            non_members = [Utterance((f"{1 + 0.001 * i:.3f}",), ("O",), "x") for i in range(1000)]
+            result = measure_membership(Table(), members, non_members, name="separable")
+            assert result.curve["fpr"][0] == 0.0 and result.curve["tpr"][0] == 1.0
+    """)
+    result = pytester.runpytest_subprocess("--privleak-report=out", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    page = (pytester.path / "out" / "index.html").read_text(encoding="utf-8")
+    assert 'id="roc"' in page and "separable" in page and "<polyline" in page

@@ -18,6 +18,7 @@ from ..results import _fmt
 from .dp_comparison import dp_section_html
 from .model import (EXPECTED_INCONCLUSIVE, INCONCLUSIVE, failures_first, figure, is_expected_leak,
                     shown_verdict, worker_name)
+from .roc_chart import roc_charts_html
 from .seed_chart import seed_charts_html
 from .svg import Bar, bar_chart, sig3
 
@@ -292,5 +293,5 @@ def render_html(report: dict[str, Any]) -> str:
             f'<h1>pytest-privleak report</h1><p class="meta">{meta}</p>{_banner(report)}'
             f'<h2 id="summary">Summary</h2>{_summary_table(report)}'
             f'<h2 id="charts">Figures against chance, threshold and ceiling</h2>{_charts(report)}'
-            f'{seed_charts_html(report)}{dp_section_html(report)}'
+            f'{seed_charts_html(report)}{roc_charts_html(report)}{dp_section_html(report)}'
             f'<h2 id="details">Details</h2>{_details(report)}</body></html>\n')
