@@ -190,8 +190,8 @@ def make_pattern(name_or_pattern: str | CanaryPattern, length: int | None = None
         pattern = PATTERNS[name_or_pattern]
         length = DEFAULT_LENGTH if length is None else length
     else:
-        raise ValueError(f"unknown canary pattern {name_or_pattern!r}; known: {', '.join(PATTERNS)} "
-                         "(or build one with custom_pattern())")
+        raise ValueError(f"unknown canary pattern {name_or_pattern!r}; known: {', '.join(PATTERNS)}; fix: use one "
+                         "of them, or build your own with custom_pattern(...) or string_pattern(...)")
     return pattern if length is None or length == pattern.length else pattern.with_length(length)
 
 

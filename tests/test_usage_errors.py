@@ -77,11 +77,27 @@ def test_a_bad_option_is_one_error_line_without_a_traceback(pytester, option, me
     assert "Traceback" not in both and "INTERNALERROR" not in both and INTERNAL_FRAME.findall(both) == []
 
 
-@pytest.mark.xfail(strict=True, reason="the canary fixture's frames (plugin/__init__.py, canaries.py) still show: "
-                                       "needs the plugin hook of .notes/issue24_usage_errors_hook.py")
 def test_an_unknown_canary_pattern_fails_at_the_users_line_without_plugin_frames(pytester):
     pytester.makepyfile(test_team="def test_it(canary):\n    canary('pni')\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*canary('pni')", "E*ValueError: unknown canary pattern 'pni'; known: *"])
     assert INTERNAL_FRAME.findall(result.stdout.str()) == []
+
+
+def test_an_unknown_target_kind_fails_at_the_users_line_and_fulltrace_shows_the_package(pytester):
+    pytester.makepyfile(test_team="def test_it(train_target, nlu_dataset):\n    train_target('bert', nlu_dataset)\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*train_target('bert', nlu_dataset)", "E*ValueError: unknown target kind 'bert'*"])
+    assert INTERNAL_FRAME.findall(result.stdout.str()) == []
+    full = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--fulltrace")
+    assert INTERNAL_FRAME.findall(full.stdout.str()) != []
+
+
+def test_a_teams_own_value_error_keeps_its_frames(pytester):
+    pytester.makepyfile(helper="def check(x):\n    raise ValueError('our own check failed')\n",
+                        test_team="from helper import check\n\ndef test_it(canary):\n    check(canary('pin'))\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*raise ValueError('our own check failed')", "E*ValueError: our own check failed"])

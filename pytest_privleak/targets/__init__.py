@@ -22,7 +22,8 @@ __all__ = ["KINDS", "train_target"]
 
 def _trainer(kind: str):
     if not isinstance(kind, str) or kind not in KINDS:
-        raise ValueError(f"unknown target kind {kind!r}; known kinds: {', '.join(sorted(KINDS))}")
+        raise ValueError(f"unknown target kind {kind!r}; known kinds: {', '.join(sorted(KINDS))}; fix: use one of "
+                         "them, or train your own model with train_own_model(train, dataset, build=...)")
     module, _, function = KINDS[kind].partition(":")
     return getattr(import_module(module), function)
 
