@@ -39,7 +39,12 @@ def _describe_target(target: Any) -> dict[str, Any]:
         device = str(target.input_embeddings().device)
     except Exception:  # the attack itself reports a broken model; here we only describe it
         device = None
-    return {"content_hash": content_hash if isinstance(content_hash, (str, type(None))) else str(content_hash),
+    describe = getattr(target, "describe", None)
+    facts = describe() if callable(describe) else {}
+    # the target's own facts (kind, config, DP settings and spent epsilon) let the report pair a DP model with
+    # its plain twin, as exposure's results do (exposure_assertion.target_facts)
+    return {**(facts if isinstance(facts, dict) else {}),
+            "content_hash": content_hash if isinstance(content_hash, (str, type(None))) else str(content_hash),
             "device": device, "type": type(target).__name__}
 
 
