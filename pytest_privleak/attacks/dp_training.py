@@ -18,8 +18,8 @@ on the data plus audit canaries, and the canaries are scored:
   ``distinguish`` (Nasr et al. 2021/2023: ``runs`` trainings with and
   ``runs`` without one canary, :func:`..dp.distinguish.audit_distinguish`);
   ``auto``: one-run, plus distinguishing when its trainings fit the time
-  budget (estimated from the one-run training), both at a share of the
-  confidence.
+  budget (``time_budget_s``, else :data:`AUTO_BUDGET_S`; estimated from the
+  slowest one-run training), each at a share of the confidence.
 
 The bounds hold whatever the scores: a guess count or threshold chosen on
 the data is paid for inside the bound maths (named in the evidence).  A
@@ -48,6 +48,8 @@ THREAT_MODELS = ("auto", "black-box", "white-box")
 #: canaries cost only a per-sample gradient row each time they are sampled.
 DEFAULT_CANARIES = {"black-box": 500, "white-box": 2000}
 DEFAULT_RUNS = 50
+#: Seconds ``method="auto"`` may spend when ``time_budget_s`` is None: distinguishing runs only if it fits.
+AUTO_BUDGET_S = 120.0
 SHOWN = 5
 
 REMEDY = ("the trained model shows more than the claimed ε allows; the usual causes: noise off or smaller than the "
@@ -353,7 +355,7 @@ def audit_dp_training(train, dataset, epsilon: float, delta: float, *, build, wr
     if method == "auto":
         per = trainer.seconds_per_training or 0.0
         need = 2 * runs * per * len(threats)
-        left = math.inf if deadline is None else deadline - time.perf_counter()
+        left = (start + AUTO_BUDGET_S if deadline is None else deadline) - time.perf_counter()
         if need <= left:
             why += f"; distinguish too ({2 * runs} trainings per threat model fit the time budget)"
             for threat in threats:

@@ -36,7 +36,7 @@ def assert_dp_training_holds(train, dataset, epsilon: float, delta: float, *, bu
     a ``train`` taking ``audit_hook`` is also audited white-box (gradient
     canaries, :mod:`pytest_privleak.dp.gradient_canaries`).  ``method``:
     "auto" (one-run, plus distinguishing when its ``2 * runs`` trainings fit
-    ``time_budget_s``), "one-run" or "distinguish". ``threat_model``: "auto"
+    ``time_budget_s``, default 120 s), "one-run" or "distinguish". ``threat_model``: "auto"
     (every one the inputs allow), "black-box" or "white-box". ``canaries``:
     how many the one-run audit makes (None: 500 input, 2000 gradient canaries; or, black-box, your own Utterances,
     checked for collisions with the data); ``canary_kind``: "mislabelled"
