@@ -83,5 +83,19 @@ def test_seeds_train_in_order_and_seed_ignoring_training_warns():
 def test_xdist_workers_start_at_different_seeds(monkeypatch):
     order = []
     monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
     models = train_over_seeds(lambda s: order.append(s) or torch.nn.Linear(1, 1), 3, seed=0)
     assert order == [1, 2, 0] and models.seeds == (0, 1, 2)
+
+
+@pytest.mark.parametrize("worker, count, k, first", [
+    ("gw0", "2", 7, 0), ("gw1", "2", 7, 3),               # 2 workers, 7 seeds: start 7 // 2 = 3 apart
+    ("gw1", "3", 7, 2), ("gw2", "3", 7, 4),               # 3 workers: 7 // 3 = 2, 14 // 3 = 4
+    ("gw1", "2", 2, 1), ("gw3", "8", 2, 1), ("gw4", "8", 2, 0),  # more workers than seeds: worker number mod k
+])
+def test_workers_start_evenly_spread_over_the_seeds(monkeypatch, worker, count, k, first):
+    order = []
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", count)
+    train_over_seeds(lambda s: order.append(s) or torch.nn.Linear(1, 1), k, seed=10)
+    assert order == [10 + (first + i) % k for i in range(k)]

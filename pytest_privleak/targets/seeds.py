@@ -10,10 +10,11 @@ hash and a warm run loads all ``k``), and return a :class:`SeedModels`. Every
 ``assert_*`` / ``measure_*`` helper given a ``SeedModels`` measures each member
 and aggregates (:mod:`pytest_privleak.attacks.over_seeds`).
 
-Under xdist, worker ``gwN`` trains the seeds in an order rotated by ``N``, so
-``k`` workers whose tests need the same ``k`` models each train a different
-one first and load the others from the cache (the cache's lease makes a
-second worker wait for, not repeat, a training under way).
+Under xdist, worker ``gwN`` of ``n`` trains the seeds in an order rotated to
+start at seed index ``N * k // n``, so workers whose tests need the same ``k``
+models start at seeds spread evenly over them and load the others from the
+cache (the cache's lease makes a second worker wait for, not repeat, a
+training under way).
 """
 from __future__ import annotations
 
@@ -124,10 +125,17 @@ def _weights_digest(model: Any) -> str | None:
 
 
 def _worker_offset(k: int) -> int:
-    """This xdist worker's number mod ``k`` (0 outside xdist): where its training order starts."""
+    """Where this xdist worker's training order starts (0 outside xdist): worker ``N`` of ``n`` at seed index
+    ``N * k // n``, so ``n`` workers that need the same ``k`` models start evenly spread over them and each
+    trains about ``k / n`` before meeting models another has trained (starting at ``N`` instead put two
+    workers one seed apart, each then waiting on the seed the other was training)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     digits = worker[2:] if worker.startswith("gw") else ""
-    return int(digits) % k if digits.isdigit() else 0
+    if not digits.isdigit():
+        return 0
+    count = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    n = int(count) if count.isdigit() and int(count) > int(digits) else int(digits) + 1
+    return (int(digits) * k // n) % k if n <= k else int(digits) % k
 
 
 def train_over_seeds(train_one: Callable[[int], Any], seeds: int, *, seed: int = 0, name: str = "target") -> SeedModels:
