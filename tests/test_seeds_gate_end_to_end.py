@@ -37,7 +37,8 @@ def _run(pytester, *args):
 
 
 @pytest.mark.slow  # five pytest runs in subprocesses: about 80 s on the shared CI machine
-def test_seed_only_change_fails_one_draw_and_passes_over_seeds(pytester):
+def test_seed_only_change_fails_one_draw_and_passes_over_seeds(pytester, monkeypatch):
+    monkeypatch.delenv("PRIVLEAK_SEEDS", raising=False)  # the built-in default, whatever the suite's environment
     pytester.makepyfile(test_planted=TEST_FILE)
     # one draw: seed 0 (AUC 0.55) against seed 10 (AUC 0.64): moved 0.09, beyond the 0.05 tolerance
     assert _run(pytester, "--privleak-seeds", "1", "--privleak-seed", "0",
@@ -68,3 +69,19 @@ def test_bad_seed_count_is_a_usage_error(pytester):
     result = _run(pytester, "--privleak-seeds", "0")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*--privleak-seeds='0' must be at least 1*"])
+
+
+def test_the_environment_variable_sets_the_count_below_the_option(pytester, monkeypatch):
+    pytester.makepyfile(test_planted=TEST_FILE.replace(
+        "def test_auc(privleak_seed, privleak_seeds):",
+        "def test_count(privleak_seeds):\n    print('COUNT', privleak_seeds)\n\n\ndef test_auc(privleak_seed, privleak_seeds):"))
+    pytester.makeini("[pytest]\nprivleak_seeds = 4\n")
+    monkeypatch.setenv("PRIVLEAK_SEEDS", "2")
+    _run(pytester, "-s", "-k", "count").stdout.fnmatch_lines(["*COUNT 2*"])     # the variable beats the ini
+    _run(pytester, "-s", "-k", "count", "--privleak-seeds=3").stdout.fnmatch_lines(["*COUNT 3*"])  # the option both
+    monkeypatch.delenv("PRIVLEAK_SEEDS")
+    _run(pytester, "-s", "-k", "count").stdout.fnmatch_lines(["*COUNT 4*"])
+    monkeypatch.setenv("PRIVLEAK_SEEDS", "none")
+    bad = _run(pytester, "-k", "count")
+    assert bad.ret == 4
+    bad.stderr.fnmatch_lines(["*environment variable PRIVLEAK_SEEDS='none' is not an integer*"])

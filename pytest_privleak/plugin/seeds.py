@@ -1,4 +1,5 @@
-"""The number of training seeds a target is trained with: ``--privleak-seeds N`` / ini ``privleak_seeds``.
+"""The number of training seeds a target is trained with: ``--privleak-seeds N``, else ``$PRIVLEAK_SEEDS``,
+else ini ``privleak_seeds``, else :data:`DEFAULT_SEEDS`.
 
 A figure from one trained model is one draw of the training pipeline (issue
 26); with ``N > 1`` the ``train_target`` / ``train_own_model`` factories (given
@@ -9,9 +10,13 @@ one draw. The fixture :func:`privleak_seeds` gives the resolved count.
 """
 from __future__ import annotations
 
+import os
+
 import pytest
 
 SEEDS_KEY = pytest.StashKey[int]()
+#: Environment variable giving the seed count when the command line does not (it overrides the ini).
+SEEDS_ENV = "PRIVLEAK_SEEDS"
 #: Training seeds per target unless the run says otherwise: the smallest k that met the issue's goal (gate
 #: false alarms <= 5 % on seed-only changes, detection of a doubled repeat count >= 90 %) on two built-in
 #: targets in bench/bench_seeds.py (pin exposure, 1-epoch targets, one-sided Welch at alpha 0.05; pools of 40
@@ -40,16 +45,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     """pytest, at start-up: register ``--privleak-seeds`` and its ini default."""
     group = parser.getgroup("privleak", "privacy leakage assertions (pytest-privleak)")
     group.addoption("--privleak-seeds", dest="privleak_seeds", default=None, metavar="N",
-                    help=f"train every target with N training seeds (seed, seed+1, ...) and judge each figure over "
-                         f"them (default {DEFAULT_SEEDS}; 1: one draw, today's figure of one model)")
+                    help=f"train every target with N training seeds (seed, seed+1, ...) and judge each figure "
+                         f"over them (default: ${SEEDS_ENV}, else ini privleak_seeds, else {DEFAULT_SEEDS}; 1: one "
+                         "draw, the figure of one model)")
     parser.addini("privleak_seeds", f"default for --privleak-seeds (default {DEFAULT_SEEDS})", default="")
 
 
 def read_seed_count(config: pytest.Config) -> int:
-    """The option, else the ini, else :data:`DEFAULT_SEEDS`."""
+    """The option, else the environment variable :data:`SEEDS_ENV`, else the ini, else :data:`DEFAULT_SEEDS`.
+
+    The variable sits between the command line and the ini, as ``PYTEST_ADDOPTS`` does: a CI job (or a test
+    suite that runs pytest in subprocesses) sets the count for every run it starts without editing an ini.
+    """
     option = config.getoption("privleak_seeds", None)
     if option is not None:
         return parse_seed_count(option, option="--privleak-seeds")
+    env = os.environ.get(SEEDS_ENV, "").strip()
+    if env:
+        return parse_seed_count(env, option=f"environment variable {SEEDS_ENV}")
     ini = str(config.getini("privleak_seeds") or "").strip()
     return parse_seed_count(ini, option="ini privleak_seeds") if ini else DEFAULT_SEEDS
 
