@@ -103,6 +103,8 @@ class Arm:
     extra: dict[str, float] = field(default_factory=dict)
     complete: bool = True
     covered: str = ""
+    #: the largest bound this arm could prove had every guess been right; a claim at or above it cannot fail
+    ceiling: float = math.inf
 
 
 @dataclass
@@ -113,14 +115,21 @@ class DPAuditRun:
     why: str
     skipped: list[str]
     seconds: float
+    claimed: float = 0.0
 
     @property
     def best(self) -> Arm:
         return max(self.arms, key=lambda arm: arm.epsilon_lcb)
 
     @property
+    def ceiling(self) -> float:
+        """The largest bound any arm could have proved: at or below the claim, no outcome could refute it."""
+        return max((arm.ceiling for arm in self.arms), default=0.0)
+
+    @property
     def complete(self) -> bool:
-        return all(arm.complete for arm in self.arms)
+        """Every arm ran to the end and at least one could have refuted the claim (a pass means something)."""
+        return all(arm.complete for arm in self.arms) and self.ceiling > self.claimed
 
 
 class _Trainer:
@@ -243,16 +252,21 @@ def _one_run(trainer: _Trainer, threat: str, dataset, epsilon: float, delta: flo
         scores = dirac_scores(module, coordinates)
         names = _coordinate_names(module)
         describe = lambda i: f"Dirac gradient at {names(int(coordinates[i]))}"  # noqa: E731
-    bound = audit_one_run(scores, included, delta=delta, confidence=confidence, method="fdp")
+    # the (eps, delta) reading of Mahloujifar et al. is sound for every (eps, delta)-DP mechanism; the Gaussian
+    # trade-off reading ("fdp") exceeded the true epsilon of randomised response in 100 of 100 seeds
+    # (tests/test_dp_bounds.py), so it is shown beside the verdict, never gated on
+    bound = audit_one_run(scores, included, delta=delta, confidence=confidence, method="fdp-eps-delta")
     shown = [f"#{i} {describe(i)} ({'in' if included[i] else 'out'}, score {scores[i]:.4g})"
              for i in bound.guessed[:SHOWN]]
     detail = {"guesses": f"{bound.correct} of {bound.guesses} correct (top {bound.k_plus} guessed in, bottom "
                          f"{bound.k_minus} out) of {len(scores)} canaries, {int(np.sum(included))} included",
               "guess counts": bound.threshold_rule,
               "canaries that gave it away": "; ".join(shown) if shown else "none"}
-    extra = {"epsilon_lcb_steinke": bound.epsilon_lcb_steinke, "epsilon_lcb_fdp": bound.epsilon_lcb_fdp,
-             "mu_lcb": bound.mu_lcb, "canaries": float(len(scores))}
-    return Arm(threat, "one-run", bound.epsilon_lcb, confidence, detail, extra), module, scores
+    extra = {"epsilon_lcb_steinke": bound.epsilon_lcb_steinke,
+             "epsilon_lcb_fdp_gaussian": bound.epsilon_lcb_fdp, "mu_lcb": bound.mu_lcb,
+             "canaries": float(len(scores)), "one_run_ceiling": bound.ceiling}
+    return (Arm(threat, "one-run", bound.epsilon_lcb, confidence, detail, extra, ceiling=bound.ceiling),
+            module, scores)
 
 
 def _coordinate_names(module: torch.nn.Module) -> Callable[[int], str]:
@@ -315,7 +329,8 @@ def _distinguish(trainer: _Trainer, threat: str, dataset, delta: float, confiden
                               f"{bound.threshold:.4g}: FPR <= {bound.fpr_upper:.3g}, FNR <= {bound.fnr_upper:.3g}"),
               "threshold rule": bound.rule}
     extra = {"distinguish_ceiling": bound.ceiling}
-    return Arm(threat, "distinguish", bound.epsilon_lcb, confidence, detail, extra, complete, covered)
+    return Arm(threat, "distinguish", bound.epsilon_lcb, confidence, detail, extra, complete, covered,
+               ceiling=bound.ceiling)
 
 
 def audit_dp_training(train, dataset, epsilon: float, delta: float, *, build, wrap=None, method: str = "auto",
@@ -366,7 +381,7 @@ def audit_dp_training(train, dataset, epsilon: float, delta: float, *, build, wr
             why += "; distinguish skipped: " + skipped[-1]
     if len(threats) > 1 or len(arms) > 1:
         why += (f"; {len(arms)} audits each at confidence {share:.4g} (Bonferroni), the highest bound reported")
-    return DPAuditRun(arms, why, skipped, time.perf_counter() - start)
+    return DPAuditRun(arms, why, skipped, time.perf_counter() - start, claimed=epsilon)
 
 
 def dp_training_result(run: DPAuditRun, epsilon: float, delta: float, confidence: float, *, label: str,
@@ -425,6 +440,11 @@ def measure_dp_training(train, dataset, epsilon: float, delta: float, *, build, 
 
 
 def coverage(run: DPAuditRun) -> tuple[str, str]:
-    """What the audit covered and what covers the rest, for an audit cut short by its time budget."""
+    """What the audit covered and what covers the rest: an audit cut short by its time budget, or one whose
+    canaries could not have proved a bound above the claim whatever the model did."""
     short = [f"{arm.threat_model} {arm.method}: {arm.covered}" for arm in run.arms if not arm.complete]
-    return "; ".join(short) or "everything asked", "a larger time_budget_s (or fewer runs=)"
+    if short:
+        return "; ".join(short), "a larger time_budget_s (or fewer runs=)"
+    return (f"canaries that can prove at most epsilon {run.ceiling:.3g} had every guess been right, not above the "
+            f"claimed {run.claimed:g}", "more canaries (canaries=..., about 1000 prove up to 5.2, 100 up to 3.0) or "
+            "the distinguishing audit with more runs=")
