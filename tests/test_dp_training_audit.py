@@ -187,11 +187,13 @@ def test_distinguish_catches_noise_off_and_passes_the_correct_pipeline(data):
     assert assert_dp_training_holds(P.train, data, 1.0, DELTA, config=_config("none", 1.0), **kwargs).passed
 
 
-#: (bug, threat model, claimed ε, config): the bugs the audit catches in >= 19 of 20 seeds (measured 20/20
-#: each); the sampler and normalisation bugs are not caught (see the notes), so they are not listed.
+#: (bug, threat model, claimed ε, config): the bugs the audit catches in >= 19 of 20 seeds with the sound
+#: (ε, δ) reading of the one-run bound; the sampler and normalisation bugs are not caught (see the notes), so
+#: they are not listed. Black-box noise-off was caught in only 4 of 20 seeds at a claimed ε of 2 once the
+#: Gaussian reading stopped being gated on, so its claim here is 1.
 CAUGHT = [("noise-off", "white-box", EPS, {}), ("noise-div10", "white-box", EPS, {}),
           ("clip-off", "white-box", EPS, {"lr": 0.5}), ("per-batch-clip", "white-box", EPS, {}),
-          ("rate-misreported", "white-box", 1.0, {}), ("noise-off", "black-box", EPS, {})]
+          ("rate-misreported", "white-box", 1.0, {}), ("noise-off", "black-box", 1.0, {})]
 
 
 @pytest.mark.slow
