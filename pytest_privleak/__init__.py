@@ -17,6 +17,7 @@ _PUBLIC = {
     "InconclusiveAuditError": ".attacks.inconclusive",
     "UnsignedCacheWarning": ".cache.manifest",
     "SeedModels": ".targets.seeds",
+    "OneDrawWarning": ".targets.seeds",
     "TargetRecipe": ".attacks.membership_references",
     "assert_cea_accuracy_at_most": ".assertions",
     "assert_exposure_below": ".assertions",

@@ -77,7 +77,11 @@ def _has_seed_models(args: tuple, kwargs: dict) -> bool:
     import sys
 
     module = sys.modules.get("pytest_privleak.targets.seeds")
-    return module is not None and any(isinstance(v, module.SeedModels) for v in (*args, *kwargs.values()))
+    if module is None:
+        return False
+    values = (*args, *kwargs.values())
+    items = [item for v in values if isinstance(v, (list, tuple)) for item in v]  # one model per canary
+    return any(isinstance(v, module.SeedModels) for v in (*values, *items))
 
 
 def __getattr__(name: str):

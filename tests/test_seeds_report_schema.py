@@ -6,6 +6,7 @@ seeds regress against it (the gate's seed fields), and the merge of the shard's 
 import json
 
 import jsonschema
+import pytest
 
 from pytest_privleak.report.json_writer import schema
 
@@ -95,3 +96,18 @@ def test_reports_over_seeds_validate_and_document_every_field(pytester, monkeypa
     assert regression["before_seeds"] == planted["per_seed"] and regression["p_value"] < regression["alpha"]
     assert {c["outcome"] for c in worse["baseline"]["seeds"]} == {"regression"}
     assert _check(pytester.path / "merged" / "report.json")["run"]["merged_from"][0]["shard"] == "1/1"
+
+
+def test_the_baseline_signature_covers_the_per_seed_figures(monkeypatch, tmp_path):
+    # the gate over seeds reads per_seed (Welch t test): an unsigned per_seed let an edited baseline pass
+    from pytest_privleak.report.baseline_file import check_signature, sign
+    from pytest_privleak.report.model import ReportFileError
+
+    monkeypatch.setenv("PRIVLEAK_CACHE_HMAC_KEY", "k" * 32)
+    entry = {"key": "t::membership.auc", "attack": "membership", "metric": "auc", "direction": "lower",
+             "value": 0.6, "tolerance": 0.05, "per_seed": [0.55, 0.65]}
+    signed = sign({"tests": [{"nodeid": "t", "results": [entry]}]})
+    check_signature(signed, tmp_path / "base.json")
+    signed["tests"][0]["results"][0]["per_seed"] = [0.95, 0.25]
+    with pytest.raises(ReportFileError, match="signature does not match"):
+        check_signature(signed, tmp_path / "base.json")

@@ -71,7 +71,9 @@ def _signed_text(data: dict[str, Any]) -> dict[str, str]:
     from .model import encode
 
     return {str(r.get("key")): json.dumps(encode([r.get("attack"), r.get("metric"), r.get("direction"),
-                                                  r.get("value"), r.get("tolerance")]), separators=(",", ":"))
+                                                  r.get("value"), r.get("tolerance")]
+                                                 + ([r["per_seed"]] if r.get("per_seed") else [])),
+                                          separators=(",", ":"))
             for t in data.get("tests", []) for r in t.get("results", [])}
 
 
@@ -81,7 +83,7 @@ def sign(data: dict[str, Any]) -> dict[str, Any]:
     if secret is None:
         return data
     return {**data, SIGNATURE_FIELD: {"hmac": signature(_SIGNED, _signed_text(data), secret),
-                                      "covers": "each entry's key, attack, metric, direction, value and tolerance"}}
+                                      "covers": "each entry's key, attack, metric, direction, value, tolerance and per-seed figures"}}
 
 
 def check_signature(data: dict[str, Any], path: Path) -> None:
