@@ -72,6 +72,19 @@ def test_more_references_than_the_population_allows():
         train_references(recipe, list(data.train), [utt(100), utt(101)], k=0)
 
 
+def test_references_trained_on_far_fewer_records_than_the_target_are_refused():
+    # the sample project's no-member control took its members from the valid split, which left the default
+    # population a handful of records: references trained on 0-5 utterances, against the target's 300
+    data = generate_snips_like(n_train=40, n_valid=10, n_test=10, seed=0)
+    recipe = TargetRecipe(data, kind="lstm-lm")
+    population = [utt(100 + i) for i in range(30)]
+    with pytest.raises(ValueError, match=r"each reference would train on 15 record\(s\) \(half of population\), the "
+                                         r"target on 40.*fix: pass population= with at least 40 held-out records"):
+        train_references(recipe, list(data.test), population, k=2)
+    with pytest.raises(ValueError, match=r"half of the candidates and population"):
+        train_references(recipe, list(data.test)[:5], population[:20], k=2, online=True)
+
+
 def test_lira_and_rmia_need_references():
     with pytest.raises(ValueError, match=r"method='rmia' needs references="):
         membership_inference(Returns(1.0), MEMBERS, NON_MEMBERS, method="rmia")

@@ -120,6 +120,23 @@ def half_masks(n: int, k: int, rng: np.random.Generator, complementary: bool) ->
     return masks
 
 
+def _check_reference_size(n_reference: int, n_target: int, online: bool) -> None:
+    """Refuse references trained on fewer than half as many records as the target.
+
+    A reference stands for "a model trained like the target without this record"
+    (Carlini et al. 2022 §IV-B); one trained on a much smaller set fits every
+    record worse, so each candidate looks like a member of the target and the
+    calibration is lost (the sample project's control, 300 target records, with
+    a population left of a few records: its references trained on 0-5 records).
+    """
+    if n_target and n_reference * 2 < n_target:
+        where = "the candidates and population" if online else "population"
+        raise ValueError(f"each reference would train on {n_reference} record(s) (half of {where}), the target on "
+                         f"{n_target}: references must be trained like the target, on at least half as many "
+                         f"records; fix: pass population= with at least {n_target} held-out records that are "
+                         "neither members nor non-members (by default it is the recipe's valid split minus both)")
+
+
 def _check_k(k: Any, n_pool: int) -> int:
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k (the number of reference models) must be an integer >= 1, e.g. 4, got {k!r}")
@@ -157,6 +174,7 @@ def train_references(recipe: TargetRecipe, candidates: Sequence[Utterance], popu
                          "dataset.train and non-members dataset.test)")
     pool = (candidates + population) if online else population
     k = _check_k(k, len(pool))
+    _check_reference_size(len(pool) // 2, len(recipe.dataset.train), online)
     rng = np.random.default_rng(seed)
     masks = half_masks(len(pool), k, rng, complementary=online)
     models = []

@@ -7,10 +7,13 @@ model (the soft-input protocol of pytest-privleak).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import torch
 from torch import nn
+
+if TYPE_CHECKING:
+    import numpy as np
 
 PAD, UNK = "<pad>", "<unk>"
 
@@ -70,3 +73,11 @@ class SoftInputAdapter:
         tag_ids = torch.tensor([[labels.tags.index(t) for t in row] for row in tags], device=embeddings.device)
         mask = torch.ones(embeddings.shape[:2], device=embeddings.device)
         return self.model.loss_from_embeddings(embeddings, mask, intent_ids, tag_ids)
+
+    @torch.no_grad()
+    def score(self, utterances) -> "np.ndarray":
+        """Per-utterance training loss (pytest-privleak's ``SequenceScorer`` protocol, read by membership tests)."""
+        from .train import _batch
+
+        ids, mask, intents, tags = _batch(self.model, list(utterances))
+        return self.model.loss_from_embeddings(self.model.embedding(ids), mask, intents, tags).numpy()
