@@ -87,6 +87,7 @@ class TransformerClassifierConfig:
     head_sentences: int = 2000
     threads: int | None = 1
     grad_clip: float = 1.0           # global norm clipping without DP (DP clips each example to dp's norm)
+    base_seed: int = 0               # pretraining seed of the tiny base: one public model whatever the seed
     dp: DPConfig | None = None       # DP-SGD (a dict {epsilon, delta, max_grad_norm}); None: no DP
 
     def __post_init__(self) -> None:
@@ -101,6 +102,8 @@ class TransformerClassifierConfig:
         training.check_training_config(self, ("epochs", "batch_size", "patience", "max_length", "head_epochs",
                                               "head_sentences"))
         training.check_positive("weight_decay", self.weight_decay, integer=False, allow_zero=True)
+        if not isinstance(self.base_seed, int) or isinstance(self.base_seed, bool) or self.base_seed < 0:
+            raise ValueError(f"config base_seed={self.base_seed!r} must be an integer >= 0; fix: e.g. base_seed=0")
 
     def to_json(self) -> dict:
         """The config's fields as JSON; ``dp`` only when set (a non-DP record reads as it did before DP)."""
@@ -185,14 +188,18 @@ def train_mlm_head(generator: Any, tokenizer: Any, cfg: TransformerClassifierCon
 
 
 def load_base(cfg: TransformerClassifierConfig, *, cache, seed: int) -> Base:
-    """The base masked LM of ``cfg.base`` with a generation head (trained here, encoder frozen, if it has none)."""
+    """The base masked LM of ``cfg.base`` with a generation head (trained here, encoder frozen, if it has none).
+
+    The tiny base is pretrained with ``cfg.base_seed``, not the fine-tuning ``seed``: a team fine-tunes one
+    public model, so the k training seeds of a figure over seeds share one base (pretrained once, not k times).
+    """
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     folder = base_folder(cfg.base)
     if folder is None:
         from .tiny_bert import pretrain_tiny_bert
 
-        bert = pretrain_tiny_bert(cache=cache, seed=seed)
+        bert = pretrain_tiny_bert(cache=cache, seed=cfg.base_seed)
         return Base(copy.deepcopy(bert.model), bert.tokenizer, "tiny-bert", bert.content_hash)
     tokenizer = AutoTokenizer.from_pretrained(str(folder))
     with training.seeded(seed):  # a head the directory lacks is initialised from the seed
