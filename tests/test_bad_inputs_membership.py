@@ -103,3 +103,27 @@ def test_recipe_needs_a_kind_or_a_training_function():
     data = generate_snips_like(n_train=10, n_valid=10, n_test=10, seed=0)
     with pytest.raises(ValueError, match="exactly one of kind="):
         TargetRecipe(data)
+
+
+@pytest.mark.parametrize("budget", [0, -5, float("nan"), float("inf"), True, "60"])
+def test_time_budget_must_be_positive_seconds(budget):
+    data = generate_snips_like(n_train=10, n_valid=10, n_test=10, seed=0)
+    recipe = TargetRecipe(data, kind="lstm-lm")
+    pattern = (r"time_budget_s \(seconds the reference models may take to train\) must be a positive number or None"
+               r".*fix: e\.g\. time_budget_s=600")
+    with pytest.raises(ValueError, match=pattern):
+        train_references(recipe, list(data.test), [utt(100 + i) for i in range(30)], k=2, time_budget_s=budget)
+    with pytest.raises(ValueError, match=pattern):
+        membership_inference(Returns(1.0), MEMBERS, NON_MEMBERS, references=recipe, time_budget_s=budget)
+
+
+def test_time_budget_without_references_to_train_is_refused():
+    from pytest_privleak.attacks.membership_assertion import measure_membership
+
+    pattern = r"time_budget_s=60 budgets the training of reference models, but with no references .*fix: pass"
+    with pytest.raises(ValueError, match=pattern):
+        measure_membership(Returns(1.0), MEMBERS, NON_MEMBERS, time_budget_s=60)
+    refs = ReferenceSet((Returns(1.0),), tuple(NON_MEMBERS), np.zeros((1, 7), dtype=bool), tuple(NON_MEMBERS),
+                        False, 0)
+    with pytest.raises(ValueError, match=r"with references=ReferenceSet nothing is trained"):
+        membership_inference(Returns(1.0), MEMBERS, NON_MEMBERS[:3], references=refs, time_budget_s=60)

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from .membership_figures import RocPoint, auc_from_statistics, auc_interval, delong_variance, roc_curve, tpr_at_fpr
-from .membership_methods import DistributionShiftWarning, resolve_references, statistics
+from .membership_methods import DistributionShiftWarning, check_budget_applies, resolve_references, statistics
 from .membership_records import as_utterances, redacted
 from .membership_rmia import DEFAULT_GAMMA
 
@@ -79,6 +79,8 @@ class MembershipMeasurement:
     exposed: tuple[tuple[str, float], ...] = ()        # (record or its redaction, shown score), most exposed first
     shown_name: str = "statistic"
     roc: dict = field(default_factory=dict)             # {"fpr": [...], "tpr": [...]} for the report's chart
+    n_references: int = 0                               # reference models the figure used (0: none)
+    k_requested: int = 0                                # the k asked for (more than ran when time_budget_s ran out)
 
     def point(self, fpr: float) -> RocPoint:
         for p in self.points:
@@ -122,14 +124,17 @@ def membership_inference(scorer: Any, members: Sequence[Any], non_members: Seque
                          gamma: float = DEFAULT_GAMMA, offline_a: float | str = "auto",
                          variance: str = "auto", lira_statistic: str = "logit", seed: int = 0,
                          confidence: float = 0.95, fprs: Sequence[float] = DEFAULT_FPRS,
-                         exposed: int = DEFAULT_EXPOSED, redact: bool = False) -> MembershipMeasurement:
+                         exposed: int = DEFAULT_EXPOSED, redact: bool = False,
+                         time_budget_s: float | None = None) -> MembershipMeasurement:
     """Run ``method`` on both sets, then AUC and TPR at each FPR in ``fprs`` (see the module docstring).
 
     ``references``: a :class:`~.membership_references.TargetRecipe` (``k``
     references are trained with it, ``online`` or offline, on ``population``
-    or the recipe dataset's valid split) or a ready
+    or the recipe dataset's valid split; fewer when ``time_budget_s``, the
+    seconds their training may take, runs out) or a ready
     :class:`~.membership_references.ReferenceSet`.
     """
+    check_budget_applies(references, time_budget_s)
     confidence = _check_confidence(confidence)
     fprs = tuple(check_fpr(f, "fprs entry") for f in fprs)
     exposed = _check_exposed(exposed)
@@ -141,7 +146,7 @@ def membership_inference(scorer: Any, members: Sequence[Any], non_members: Seque
         raise ValueError(f"members and non_members share {len(shared)} utterance(s), e.g. {shared[0].text!r}; an "
                          "utterance cannot be both, and a shared one makes the AUC meaningless; fix: drop the shared "
                          "utterances from non_members (held-out data must not contain training utterances)")
-    refs = resolve_references(references, k, online, seed, members, non_members, population)
+    refs = resolve_references(references, k, online, seed, members, non_members, population, time_budget_s)
     stats = statistics(method, scorer, members, non_members, reference=reference, references=refs, gamma=gamma,
                        offline_a=offline_a, variance=variance, lira_statistic=lira_statistic, confidence=confidence)
     if stats.shift:
@@ -155,4 +160,5 @@ def membership_inference(scorer: Any, members: Sequence[Any], non_members: Seque
                                  stats.method == "reference", points, stats.member_losses, stats.non_member_losses,
                                  stats.method, stats.why, dict(stats.detail), stats.shift,
                                  most_exposed(members, shown, stat_m, exposed, redact), stats.shown_name,
-                                 roc_curve(stat_m, stat_n))
+                                 roc_curve(stat_m, stat_n), 0 if refs is None else refs.k,
+                                 0 if refs is None else refs.k_requested)

@@ -22,6 +22,7 @@ from .exposure_assertion import target_facts
 from .remedies import UNKNOWN, remedy, remedy_for
 from .membership import (DEFAULT_EXPOSED, DEFAULT_FPRS, MembershipMeasurement, RocPoint, check_fpr,
                          membership_inference)
+from .membership_methods import check_budget_applies
 from .membership_rmia import DEFAULT_GAMMA
 
 _NAMES = {"loss": "loss", "reference": "calibrated loss", "lira": "LiRA", "rmia": "RMIA", "zlib": "zlib ratio",
@@ -67,6 +68,9 @@ def _auc_result(scorer: Any, m: MembershipMeasurement, threshold: float | None, 
         "members": m.n_members, "non_members": m.n_non_members,
         "mean loss": f"members {m.member_scores.mean():.4g}, non-members {m.non_member_scores.mean():.4g}",
     }
+    if m.method in ("lira", "rmia") and m.n_references:
+        extra["n_references"] = m.n_references
+        extra["k_requested"] = m.k_requested
     for p in m.points:
         evidence[f"TPR @ FPR {_pct(p.fpr)}"] = _point_text(p)
         if p.measurable:
@@ -118,10 +122,12 @@ def _tpr_result(auc: LeakResult, m: MembershipMeasurement, fpr: float) -> LeakRe
 
 def _options(method: str, references: Any, population: Any, k: int, online: bool, gamma: float,
              offline_a: float | str, variance: str, lira_statistic: str, seed: int, exposed: int,
-             redact: bool) -> dict[str, Any]:
+             redact: bool, time_budget_s: Any = None) -> dict[str, Any]:
+    __tracebackhide__ = True   # a usage error shows at the caller's line
+    check_budget_applies(references, time_budget_s)      # before the result cache, which skips the measurement
     return {"method": method, "references": references, "population": population, "k": k, "online": online,
             "gamma": gamma, "offline_a": offline_a, "variance": variance, "lira_statistic": lira_statistic,
-            "seed": seed, "exposed": exposed, "redact": redact}
+            "seed": seed, "exposed": exposed, "redact": redact, "time_budget_s": time_budget_s}
 
 
 def measured_membership(scorer: Any, members: Sequence[Any], non_members: Sequence[Any], *, reference: Any,
@@ -149,7 +155,8 @@ def measured_membership(scorer: Any, members: Sequence[Any], non_members: Sequen
     inputs = {"members": list(members) if isinstance(members, (list, tuple)) else members,
               "non_members": list(non_members) if isinstance(non_members, (list, tuple)) else non_members,
               "reference": reference is not None, "name": name, "confidence": confidence, "fprs": list(fprs),
-              "tpr_fpr": tpr_fpr, **{key: value for key, value in options.items() if key != "references"}}
+              "tpr_fpr": tpr_fpr,
+              **{key: value for key, value in options.items() if key not in ("references", "time_budget_s")}}
     return cached_results("membership", models, inputs, compute)
 
 
@@ -162,7 +169,12 @@ _OPTIONS_DOC = """
     target, on random halves of ``population``, default the recipe dataset's
     valid split; ``online=True`` also on the candidates) or a ``ReferenceSet``.
     ``gamma`` and ``offline_a``: RMIA's; ``variance`` and ``lira_statistic``:
-    LiRA's. ``exposed``: how many most exposed members the evidence lists
+    LiRA's. ``time_budget_s``: seconds the references of a ``TargetRecipe``
+    may take to train: they train (or load from the cache) in order and stop
+    before one that would pass the budget (at least one; online, one
+    complementary pair), the first of the unbudgeted ``k``; the evidence's
+    ``references`` line and ``extra["n_references"]`` say how many ran and why.
+    ``exposed``: how many most exposed members the evidence lists
     (``redact=True``: their hash and length only). Records may be Utterances,
     strings, ``(text, label)`` pairs or ``{"text", "label"}`` rows.
 """
@@ -174,7 +186,7 @@ def measure_membership(scorer: Any, members: Sequence[Any], non_members: Sequenc
                        population: Sequence[Any] | None = None, k: int = 4, online: bool = False,
                        gamma: float = DEFAULT_GAMMA, offline_a: float | str = "auto", variance: str = "auto",
                        lira_statistic: str = "logit", seed: int = 0, exposed: int = DEFAULT_EXPOSED,
-                       redact: bool = False) -> LeakResult:
+                       redact: bool = False, time_budget_s: float | None = None) -> LeakResult:
     """Measure the membership attack's AUC (and TPR at ``fprs``) without gating; the result is recorded.
 
     ``scorer`` and ``reference`` are :class:`~pytest_privleak.protocols.SequenceScorer` s
@@ -184,7 +196,7 @@ def measure_membership(scorer: Any, members: Sequence[Any], non_members: Sequenc
     ``name``: the result's label (default: scorer class, method and set sizes).
     """
     options = _options(method, references, population, k, online, gamma, offline_a, variance, lira_statistic,
-                       seed, exposed, redact)
+                       seed, exposed, redact, time_budget_s)
     return record(measured_membership(scorer, members, non_members, reference=reference, name=name,
                                       confidence=confidence, fprs=fprs, options=options)[0])
 
@@ -226,7 +238,8 @@ def assert_membership_auc_at_most(scorer: Any, members: Sequence[Any], non_membe
                                   population: Sequence[Any] | None = None, k: int = 4, online: bool = False,
                                   gamma: float = DEFAULT_GAMMA, offline_a: float | str = "auto",
                                   variance: str = "auto", lira_statistic: str = "logit", seed: int = 0,
-                                  exposed: int = DEFAULT_EXPOSED, redact: bool = False) -> LeakResult:
+                                  exposed: int = DEFAULT_EXPOSED, redact: bool = False,
+                                  time_budget_s: float | None = None) -> LeakResult:
     """Fail when the membership attack tells members from non-members with ROC AUC above ``max_auc``.
 
     AUC chance is 0.5; the verdict compares the point AUC with ``max_auc`` and
@@ -246,7 +259,7 @@ def assert_membership_auc_at_most(scorer: Any, members: Sequence[Any], non_membe
     if tpr_limit is not None:
         _need_non_members(non_members, fpr, "max_tpr_at_fpr")
     options = _options(method, references, population, k, online, gamma, offline_a, variance, lira_statistic,
-                       seed, exposed, redact)
+                       seed, exposed, redact, time_budget_s)
     measured = measured_membership(scorer, members, non_members, reference=reference, name=name,
                                    confidence=confidence, fprs=fprs, tpr_fpr=None if tpr_limit is None else fpr,
                                    options=options)
@@ -263,7 +276,7 @@ def assert_membership_tpr_at_most(scorer: Any, members: Sequence[Any], non_membe
                                   online: bool = False, gamma: float = DEFAULT_GAMMA,
                                   offline_a: float | str = "auto", variance: str = "auto",
                                   lira_statistic: str = "logit", seed: int = 0, exposed: int = DEFAULT_EXPOSED,
-                                  redact: bool = False) -> LeakResult:
+                                  redact: bool = False, time_budget_s: float | None = None) -> LeakResult:
     """Fail when the attack's TPR at ``fpr`` (default 0.1 %) exceeds ``max_tpr``.
 
     Carlini et al. 2022 §III: membership inference matters at low FPR, where
@@ -279,7 +292,7 @@ def assert_membership_tpr_at_most(scorer: Any, members: Sequence[Any], non_membe
     tolerance = _check_tolerance(tolerance)
     _need_non_members(non_members, fpr, "assert_membership_tpr_at_most")
     options = _options(method, references, population, k, online, gamma, offline_a, variance, lira_statistic,
-                       seed, exposed, redact)
+                       seed, exposed, redact, time_budget_s)
     measured = measured_membership(scorer, members, non_members, reference=reference, name=name,
                                    confidence=confidence, fprs=tuple(dict.fromkeys((*DEFAULT_FPRS, fpr))),
                                    tpr_fpr=fpr, options=options)

@@ -32,7 +32,7 @@ from .membership_figures import auc_from_statistics, auc_interval
 from .membership_lira import lira_offline, lira_online, logit_confidence
 from .membership_records import as_utterances, training_form
 from .membership_reference_free import DEFAULT_MIN_K_FRACTION, min_k_statistic, texts_of, token_log_probs, zlib_statistic
-from .membership_references import ReferenceSet, TargetRecipe, train_references
+from .membership_references import ReferenceSet, TargetRecipe, check_time_budget_s, train_references
 from .membership_rmia import DEFAULT_GAMMA, DEFAULT_OFFLINE_A, log_ratio, rmia_scores, tune_offline_a
 
 METHODS = ("auto", "loss", "reference", "lira", "rmia", "zlib", "min-k")
@@ -99,9 +99,22 @@ def _shift_check(member_out: np.ndarray, non_member_out: np.ndarray, confidence:
             "held-out split)")
 
 
+def check_budget_applies(references: Any, time_budget_s: Any) -> float | None:
+    """``time_budget_s`` checked; refused unless there are references to train (a :class:`TargetRecipe`)."""
+    budget = check_time_budget_s(time_budget_s)
+    if budget is not None and not isinstance(references, TargetRecipe):
+        given = "no references" if references is None else f"references={type(references).__name__}"
+        raise ValueError(f"time_budget_s={time_budget_s!r} budgets the training of reference models, but with "
+                         f"{given} nothing is trained; fix: pass references=TargetRecipe(...) (how the target was "
+                         "trained) to train up to k references within the budget, or drop time_budget_s")
+    return budget
+
+
 def resolve_references(references: Any, recipe_k: int, online: bool, seed: int, members: list, non_members: list,
-                       population: Sequence[Any] | None) -> ReferenceSet | None:
-    """A :class:`ReferenceSet` from ``references`` (a set, or a :class:`TargetRecipe` to train ``recipe_k`` with)."""
+                       population: Sequence[Any] | None, time_budget_s: float | None = None) -> ReferenceSet | None:
+    """A :class:`ReferenceSet` from ``references`` (a set, or a :class:`TargetRecipe` to train ``recipe_k`` with,
+    fewer when ``time_budget_s`` runs out: see :func:`~.membership_references.train_references`)."""
+    check_budget_applies(references, time_budget_s)
     if references is None or isinstance(references, ReferenceSet):
         return references
     if isinstance(references, TargetRecipe):
@@ -114,7 +127,8 @@ def resolve_references(references: Any, recipe_k: int, online: bool, seed: int, 
                                  "has no valid split to take them from; fix: pass population=[...] (hundreds of "
                                  "held-out records)")
         population = as_utterances("population", population)
-        return train_references(references, members + non_members, population, k=recipe_k, online=online, seed=seed)
+        return train_references(references, members + non_members, population, k=recipe_k, online=online, seed=seed,
+                                time_budget_s=time_budget_s)
     raise TypeError(f"references must be None, a ReferenceSet (from train_references) or a TargetRecipe (how the "
                     f"target was trained), got {type(references).__name__}")
 
@@ -194,6 +208,8 @@ def statistics(method: str, scorer: Any, members: list, non_members: list, *, re
         shift = _shift_check(out_mean[:n_m][has_out[:n_m]], out_mean[n_m:][has_out[n_m:]], confidence)
     target_c = np.concatenate([loss_m, loss_n])
     setting = "online" if references.online else "offline"
+    if references.note:
+        detail["references"] = references.note
     if method == "lira":
         phi = logit_confidence if lira_statistic == "logit" else (lambda losses: -np.asarray(losses))
         target_stat, ref_stat = phi(target_c), phi(ref_c)

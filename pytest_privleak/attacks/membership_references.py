@@ -15,10 +15,21 @@ The pool (Carlini et al. 2022 §IV-B, Zarifzadeh et al. 2024 §3):
   records only; no reference is trained on a candidate (member or non-member);
 - online: candidates plus population; halves come in complementary pairs,
   so each record is in exactly half of the references (k even).
+
+``time_budget_s`` (as the DP-SGD audit's): references are trained (or loaded
+from the cache, which costs about nothing) in order ``j = 0 .. k-1``, and
+training stops before a reference whose estimated time, the slowest one so
+far in this call, would pass what is left of the budget; at least one
+reference (online: one complementary pair) always trains. Reference ``j`` is
+the same model whatever the budget (same half, same seed), so a budgeted run
+uses the first references of the unbudgeted one, and a later run loads them
+from the cache and trains the rest. The figure is then a measurement with
+that many references, and the set's ``note`` says how many ran and why.
 """
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,10 +99,16 @@ class ReferenceSet:
     population: tuple[Utterance, ...]
     online: bool
     seed: int
+    requested: int = 0           # the k asked for (0: as many as trained); fewer trained when time_budget_s ran out
+    note: str = ""               # how many references ran and why, when a time budget was given
 
     @property
     def k(self) -> int:
         return len(self.models)
+
+    @property
+    def k_requested(self) -> int:
+        return self.requested or self.k
 
     def trained_on(self, records: Sequence[Utterance]) -> np.ndarray:
         """``[k, len(records)]`` bool: which reference trained on each record (False for records not in the pool)."""
@@ -149,16 +166,57 @@ def _check_k(k: Any, n_pool: int) -> int:
     return k
 
 
+def check_time_budget_s(time_budget_s: Any) -> float | None:
+    """``None`` (train all ``k``) or a positive finite number of seconds; anything else is refused with the fix."""
+    if time_budget_s is None:
+        return None
+    if isinstance(time_budget_s, bool) or not isinstance(time_budget_s, (int, float)) or not (
+            math.isfinite(time_budget_s) and time_budget_s > 0):
+        raise ValueError(f"time_budget_s (seconds the reference models may take to train) must be a positive number "
+                         f"or None (no limit: all k references train), got {time_budget_s!r}; fix: e.g. "
+                         "time_budget_s=600, or time_budget_s=None to train all k")
+    return float(time_budget_s)
+
+
+def _budget_note(trained: int, k: int, online: bool, budget: float, spent: float, slowest: float) -> str:
+    """How many of ``k`` references ran within ``budget`` seconds and why (the evidence's ``references`` line)."""
+    unit = "pair" if online else "reference"
+    over = f"{spent:.3g} s, over time_budget_s={budget:g}"
+    if trained == k:
+        if spent <= budget:
+            return f"all k={k} references within time_budget_s={budget:g} ({spent:.3g} s)"
+        return (f"all k={k} references in {over} (each was estimated by the slowest before it, and one loaded from "
+                "the cache takes about no time)")
+    head = f"{trained} of k={k} references"
+    first = 2 if online else 1
+    if trained == first and spent > budget:
+        why = (f"the first {unit} alone took {over}; at least one {unit} always trains, so the figure is a "
+               f"measurement with {trained} reference(s)")
+    else:
+        pair = online and trained + 2 <= k
+        nxt = f"references {trained + 1}-{trained + 2} (a complementary pair)" if pair else f"reference {trained + 1}"
+        why = (f"{nxt} would pass time_budget_s={budget:g} (each took up to {slowest:.3g} s; {spent:.3g} s spent), "
+               f"so the figure is a measurement with {trained} reference(s)")
+    need = math.ceil(1.2 * max(slowest, 1e-3) * k)
+    return (f"{head}: {why}; for all {k}: time_budget_s={need:g} or more, or time_budget_s=None (trained "
+            f"references are cached: a later run loads these at about no cost and goes on from reference "
+            f"{trained + 1})")
+
+
 def train_references(recipe: TargetRecipe, candidates: Sequence[Utterance], population: Sequence[Utterance], *,
-                     k: int = 4, online: bool = False, seed: int = 0) -> ReferenceSet:
+                     k: int = 4, online: bool = False, seed: int = 0,
+                     time_budget_s: float | None = None) -> ReferenceSet:
     """Train ``k`` references with ``recipe`` on random halves of the pool (see the module docstring).
 
     ``candidates`` are the records under test (members and non-members);
     ``population`` records from the same distribution that are neither (the
     RMIA ``z`` records, and the offline pool). Deterministic: the halves come
     from ``seed`` and reference ``j`` trains with seed ``seed * 1000 + j + 1``
-    (never the target's default 0).
+    (never the target's default 0). ``time_budget_s``: seconds the references
+    may take to train; fewer than ``k`` may then train (see the module
+    docstring), the first ones of the unbudgeted run, and ``note`` says so.
     """
+    budget = check_time_budget_s(time_budget_s)
     if not isinstance(recipe, TargetRecipe):
         raise TypeError(f"recipe must be a TargetRecipe (how the target was trained), got {type(recipe).__name__}; "
                         "fix: TargetRecipe(dataset, kind='lstm-lm', config={...}, cache=cache) or "
@@ -176,10 +234,21 @@ def train_references(recipe: TargetRecipe, candidates: Sequence[Utterance], popu
     k = _check_k(k, len(pool))
     _check_reference_size(len(pool) // 2, len(recipe.dataset.train), online)
     rng = np.random.default_rng(seed)
-    masks = half_masks(len(pool), k, rng, complementary=online)
-    models = []
-    for j in range(k):
-        split = tuple(u for u, inside in zip(pool, masks[j]) if inside)
-        models.append(recipe.fit(split, seed=seed * 1000 + j + 1,
-                                 label=f"reference {j + 1}/{k} ({'online' if online else 'offline'})"))
-    return ReferenceSet(tuple(models), pool, masks, population, online, seed)
+    masks = half_masks(len(pool), k, rng, complementary=online)   # all k drawn: reference j is the same whatever ran
+    models: list[Any] = []
+    step = 2 if online else 1                                     # online halves come in complementary pairs
+    start = time.perf_counter()
+    slowest = 0.0
+    while len(models) < k:
+        size = min(step, k - len(models))
+        if budget is not None and models and slowest * size > budget - (time.perf_counter() - start):
+            break
+        for j in range(len(models), len(models) + size):
+            split = tuple(u for u, inside in zip(pool, masks[j]) if inside)
+            began = time.perf_counter()
+            models.append(recipe.fit(split, seed=seed * 1000 + j + 1,
+                                     label=f"reference {j + 1}/{k} ({'online' if online else 'offline'})"))
+            slowest = max(slowest, time.perf_counter() - began)
+    trained = len(models)
+    note = "" if budget is None else _budget_note(trained, k, online, budget, time.perf_counter() - start, slowest)
+    return ReferenceSet(tuple(models), pool, masks[:trained], population, online, seed, k, note)
