@@ -64,9 +64,10 @@ def regressed(before: list[float], after: list[float]) -> bool:
     if len(before) == 1:
         return after[0] - before[0] > TOLERANCE + 1e-12
     tested = seed_test("at_most", before, after)
+    beyond = float(np.mean(after)) - float(np.mean(before)) > TOLERANCE + 1e-12
     if tested is None:
-        return float(np.mean(after)) - float(np.mean(before)) > TOLERANCE + 1e-12
-    return tested[0] < SEED_ALPHA
+        return beyond
+    return tested[0] < SEED_ALPHA and beyond   # the gate: significant and beyond the tolerance
 
 
 def regressed_many(before: np.ndarray, after: np.ndarray) -> np.ndarray:
@@ -84,7 +85,8 @@ def regressed_many(before: np.ndarray, after: np.ndarray) -> np.ndarray:
         df = se2 ** 2 / (va ** 2 / (k - 1) + vb ** 2 / (k - 1))
         p = student.sf(tstat, df)
     flat = (np.ptp(before, axis=1) == 0) & (np.ptp(after, axis=1) == 0)
-    return np.where(flat, shift > TOLERANCE + 1e-12, p < SEED_ALPHA)
+    beyond = shift > TOLERANCE + 1e-12
+    return np.where(flat, beyond, (p < SEED_ALPHA) & beyond)
 
 
 def rate(base: list[float], run: list[float], k: int, pairs: int, rng: random.Random, same_pool: bool) -> float:

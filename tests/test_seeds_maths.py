@@ -95,11 +95,11 @@ def test_welch_p_value_matches_the_closed_form_for_four_df():
     assert seed_test("at_most", [1.0, 1.0], [2.0, 2.0]) is None
 
 
-def _report(values, nodeid="t.py::t", direction="at_most", per_seed=True):
+def _report(values, nodeid="t.py::t", direction="at_most", per_seed=True, tolerance=0.05):
     mean = sum(values) / len(values)
     result = {"key": f"{nodeid}::planted.figure", "attack": "planted", "metric": "figure", "value": mean,
               "direction": direction, "label": "", "per_seed": list(values) if per_seed else [],
-              "tolerance": 0.05}
+              "tolerance": tolerance}
     return {"tests": [{"nodeid": nodeid, "results": [result]}]}
 
 
@@ -118,6 +118,19 @@ def test_gate_flags_a_shift_over_seeds_and_passes_noise():
     assert "1 over training seeds, by a one-sided Welch t test at alpha 0.05" in "\n".join(gate_lines(noise))
     improved = compare(_report([1.0, 2.0, 3.0]), _report([4.0, 5.0, 6.0]), {}, "b.json")
     assert improved["passed"] and len(improved["improvements"]) == 1
+
+
+def test_a_significant_shift_within_the_tolerance_is_not_a_regression():
+    # old: every seed 0.02 bits higher (another BLAS, say) against a 1-bit tolerance failed as "beyond tolerance"
+    before = [5.00, 5.01, 4.99, 5.02, 5.00, 5.01, 5.03]
+    after = [b + 0.02 for b in before]
+    shifted = compare(_report(after, tolerance=1.0), _report(before, tolerance=1.0), {}, "b.json")
+    assert shifted["passed"] and not shifted["regressions"]
+    assert shifted["seeds"][0]["p_value"] < 0.05 and shifted["seeds"][0]["outcome"] == "same"
+    # beyond the tolerance and significant: a regression, whose line gives both
+    moved = compare(_report([a + 1.5 for a in before]), _report(before), {}, "b.json")
+    line = "\n".join(gate_lines(moved))
+    assert len(moved["regressions"]) == 1 and "mean moved 1.500 against tolerance 0.050" in line
 
 
 def test_gate_without_spread_over_seeds_uses_the_tolerance():

@@ -18,8 +18,10 @@ New results (not in the baseline) are listed, never gated.
 Figures measured over ``k >= 2`` training seeds (``per_seed``, issue 26) are
 compared as distributions, not points: a regression is a one-sided Welch t
 test (:func:`seed_test`) of the run's per-seed figures against the baseline's
-at :data:`SEED_ALPHA`; the tolerance rule applies to ``k = 1`` (and when
-neither side varies over seeds, so no test is possible). Welch, not
+at :data:`SEED_ALPHA` that rejects, with the mean also worse by more than the
+tolerance (a shift the seeds cannot explain, and larger than the team
+accepts); the tolerance rule alone applies to ``k = 1`` (and when neither
+side varies over seeds, so no test is possible). Welch, not
 Mann-Whitney: with 3 seeds a side the smallest one-sided Mann-Whitney p is
 1/20 = 0.05, so it could never reject at 5 %, and with 5 a side it has far
 fewer attainable levels; Welch also does not assume equal spread (a change can
@@ -154,9 +156,12 @@ def _seed_change(change: dict[str, Any], old: dict[str, Any], new: dict[str, Any
                 else "improvement" if -worse > change["tolerance"] + _EPS else "same")
     change["rule"] = f"one-sided Welch t over seeds, alpha {alpha:g}"
     change["p_value"] = tested[0]
-    if tested[0] < alpha:
+    worse = _worsening(change["direction"], change["before"], change["after"])
+    # both: a shift the seeds cannot explain (the test) that is also larger than the team accepts (the tolerance);
+    # the test alone flagged a 0.02-bit shift of every seed against a 1-bit tolerance (another BLAS, say)
+    if tested[0] < alpha and worse > change["tolerance"] + _EPS:
         return "regression"
-    if tested[1] < alpha:
+    if tested[1] < alpha and -worse > change["tolerance"] + _EPS:
         change["p_value"] = tested[1]
         return "improvement"
     return "same"
@@ -294,7 +299,9 @@ def _describe_seed_change(change: dict[str, Any], label: str, rule: str) -> str:
             f"({seeds(change['before_seeds'])}), after {after} ({seeds(change['after_seeds'])})")
     if change.get("p_value") is None:
         return f"{head}; {change.get('rule', 'tolerance')}, tolerance {_num(figure(change['tolerance']))}; {rule}"
-    return f"{head}; {change['rule']}: p = {change['p_value']:.3g}; {rule}"
+    moved = _worsening(change["direction"], figure(change["before"]), figure(change["after"]))
+    return (f"{head}; {change['rule']}: p = {change['p_value']:.3g}, mean moved {_num(moved)} against tolerance "
+            f"{_num(figure(change['tolerance']))} (both must hold for a regression); {rule}")
 
 
 def _missing_fix(path: str) -> str:
