@@ -5,10 +5,10 @@ Any ``assert_*`` / ``measure_*`` helper given a
 its recording suppressed (:func:`run_over_seeds`); each figure it recorded is
 then summarised over the seeds into ONE :class:`LeakResult` (:func:`aggregate`):
 
-* a rate that the member results give as counts (``extra`` ``correct`` /
-  ``n_trials``, or ``successes`` / ``trials``, whose ratio is the figure) is
-  pooled over seeds and gets an exact Clopper-Pearson interval
-  (:mod:`pytest_privleak.stats`);
+* a rate that the member results give as counts (a pair of ``extra`` keys
+  in :data:`COUNT_FIELDS` whose ratio is the figure) is pooled over seeds and
+  gets an exact Clopper-Pearson interval (:mod:`pytest_privleak.stats`), as
+  one draw's figure gets;
 * any other figure gets a Student t interval over the ``k`` per-seed figures
   (mean +- t_{k-1} s / sqrt(k)); a seed whose figure is infinite makes the
   interval the range of the figures, said so.
@@ -49,8 +49,12 @@ from ..stats import clopper_pearson, clopper_pearson_lower, clopper_pearson_uppe
 from ..targets.seeds import SeedModels
 from .inconclusive import INCONCLUSIVE, InconclusiveAuditError, mark_inconclusive
 
-#: The counts (successes, trials) that make a figure a pooled rate.
-COUNT_FIELDS = (("correct", "n_trials"), ("successes", "trials"))
+#: The ``extra`` count pairs (successes, trials) by which a result declares that its figure is a share of
+#: trials, pooled over seeds with Clopper-Pearson: CEA's accuracy (``correct`` / ``n_trials``), extraction's
+#: rate (``extracted`` / ``canaries``), PII extraction's share (``extracted`` / ``items``), and
+#: ``successes`` / ``trials`` for any other counted rate. A pair counts only when its ratio is the figure.
+COUNT_FIELDS = (("correct", "n_trials"), ("extracted", "canaries"), ("extracted", "items"),
+                ("successes", "trials"))
 DEFAULT_CONFIDENCE = 0.95
 
 

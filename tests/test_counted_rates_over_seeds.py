@@ -1,0 +1,57 @@
+"""Every figure that is a share of counted trials is pooled over seeds with Clopper-Pearson (review M1).
+
+Planted case, by hand: one trial per seed, 7 seeds, only seed 6 succeeds, so the pooled rate is 1/7. The one-sided
+95 % Clopper-Pearson upper bound u of 1/7 solves P(X <= 1 | n=7, u) = 0.05, i.e. (1-u)^7 + 7u(1-u)^6 = 0.05:
+u = 0.5207 (check: (0.4793)^7 = 0.005813, 7 * 0.5207 * 0.4793^6 = 0.044182, sum 0.049995). A Student t bound over
+the 7 per-seed figures (mean 1/7, s = 0.378, t_{6,0.95} = 1.943) is 1/7 + 1.943 * 0.378 / sqrt(7) = 0.4204 and
+passes a limit of 0.5 that the pooled bound fails.
+"""
+import pytest
+
+from pytest_privleak.attacks.extraction import CanaryExtraction, ExtractionMeasurement
+from pytest_privleak.attacks.extraction_assertion import extraction_result
+from pytest_privleak.attacks.over_seeds import aggregate
+from pytest_privleak.attacks.pii_exposure import PiiAudit, PiiItem, PiiItemFigure
+from pytest_privleak.attacks.pii_exposure_assertion import extraction_result as pii_extraction_result
+
+SEEDS = list(range(7))
+HITS = [0, 0, 0, 0, 0, 0, 1]
+CP_UPPER_1_OF_7 = 0.5207
+T_UPPER = 0.4204
+
+
+def _extraction(hit: int):
+    c = CanaryExtraction("my pin is 1 2 3 4", "1 2 3 4", ["1 2 3 4"] if hit else ["9 9 9 9"], 1 if hit else None,
+                         budget=10, space_size=10_000)
+    return extraction_result(object(), "my pin is 1 2 3 4", ExtractionMeasurement("greedy", "asked", [c]),
+                             confidence=0.95, name="pin")
+
+
+def _pii(hit: int):
+    item = PiiItem("phone", "555 0101", 3, 0, 10, 18, 0)
+    audit = PiiAudit([PiiItemFigure(item, "<phone>", None, bool(hit), 0.001)], ["phone"], 5)
+    return pii_extraction_result(object(), ["call me on 555 0101"], audit, threshold=0.5, confidence=0.95,
+                                 name="tickets")
+
+
+def _with_limit(result, limit):
+    from dataclasses import replace
+    return replace(result, threshold=limit)
+
+
+@pytest.mark.parametrize("build", [_extraction, _pii], ids=["extraction_rate", "pii_extracted_share"])
+def test_counted_rate_over_seeds_is_pooled_clopper_pearson_and_fails_where_a_t_bound_would_pass(build):
+    members = [_with_limit(build(h), 0.5) for h in HITS]
+    agg = aggregate(members, SEEDS)
+    assert "Clopper-Pearson, pooled over 7 seeds (1/7)" in agg.evidence["over seeds"]
+    assert agg.value == pytest.approx(CP_UPPER_1_OF_7, abs=1e-4) and agg.value > T_UPPER
+    assert not agg.passed  # the t bound (0.42) passed this limit of 0.5 before
+    assert agg.extra["mean"] == pytest.approx(1 / 7)
+
+
+@pytest.mark.parametrize("build", [_extraction, _pii], ids=["extraction_rate", "pii_extracted_share"])
+def test_counted_rate_with_no_success_in_any_seed_meets_a_zero_limit_on_the_counts(build):
+    members = [_with_limit(build(0), 0.0) for _ in SEEDS]
+    agg = aggregate(members, SEEDS)
+    assert agg.passed and agg.value == 0.0
+    assert "0 of 7 trials over 7 seeds succeeded (no seed)" in agg.explain()
