@@ -21,6 +21,21 @@ words whose every ``min_tokens``-word window is in the training data; a span
 inside a longer emitted one is not counted again), and the
 rate is the fraction of top-ranked samples that emit one.  Words are the
 whitespace-split text, so the figure is comparable across tokenizers.
+
+Short records.  §6 counts a sample as memorised when it holds training text
+verbatim; ``min_tokens`` only keeps short chance overlaps out.  A record
+shorter than ``min_tokens`` words holds no such window, so a model reciting
+every short record would show nothing: NLU utterances are mostly 4-8 words,
+under the default 8.  A record of ``min_record_tokens`` (default 4) to
+``min_tokens - 1`` words is therefore found WHOLE: it is emitted when all
+its words occur in order, contiguously, in a sample, and the span is the
+record.  Four words is our floor, not the paper's: a whole record of four or
+more words is a specific sequence that a model which never saw it rarely
+produces (the reference model's figure measures how rarely on the same
+records), while one to three words ("yes", "cancel that") are said by any
+model of the language.  Records shorter than the floor cannot be found; the
+result counts them (:attr:`UntargetedExtraction.records_unfindable`) and the
+assertion calls a pass inconclusive when they are most of the records.
 """
 from __future__ import annotations
 
@@ -40,6 +55,8 @@ DEFAULT_SAMPLES = 256
 DEFAULT_TOP = 64
 DEFAULT_MAX_TOKENS = 32
 DEFAULT_MIN_TOKENS = 8
+#: Records of this many words up to ``min_tokens - 1`` are found whole (see the module doc).
+DEFAULT_MIN_RECORD_TOKENS = 4
 
 
 @dataclass
@@ -50,7 +67,11 @@ class UntargetedExtraction:
     ranked: list[int]                   # sample indices, most suspicious first (the top ``top``)
     spans: list[tuple[str, ...]] = field(default_factory=list)   # distinct training spans emitted, first seen first
     emitting: int = 0                   # top-ranked samples that emit at least one span
-    long_enough: int = 0                # top-ranked samples with at least ``min_tokens`` words
+    long_enough: int = 0                # top-ranked samples with at least ``reach`` words
+    reach: int = 0                      # the fewest words in which a findable record can be emitted
+    records: int = 0                    # training records checked against
+    records_whole: int = 0              # records shorter than ``min_tokens`` words, found whole
+    records_unfindable: int = 0         # records shorter than ``min_record_tokens`` words: cannot be found
 
 
 def training_texts(training_data: Any) -> list[tuple[str, ...]]:
@@ -72,6 +93,23 @@ def training_texts(training_data: Any) -> list[tuple[str, ...]]:
 def span_index(records: Sequence[tuple[str, ...]], length: int) -> set[tuple[str, ...]]:
     """Every ``length``-word window of every record."""
     return {r[i:i + length] for r in records for i in range(len(r) - length + 1)}
+
+
+def whole_record_index(records: Sequence[tuple[str, ...]], min_tokens: int,
+                       min_record_tokens: int) -> dict[int, set[tuple[str, ...]]]:
+    """The records of ``min_record_tokens`` to ``min_tokens - 1`` words, by length (each is found whole)."""
+    out: dict[int, set[tuple[str, ...]]] = {}
+    for r in records:
+        if min_record_tokens <= len(r) < min_tokens:
+            out.setdefault(len(r), set()).add(r)
+    return out
+
+
+def emitted_records(words: Sequence[str], index: dict[int, set[tuple[str, ...]]]) -> list[tuple[str, ...]]:
+    """The short records that occur whole, contiguously, in ``words``, in order of first position."""
+    found = [(i, tuple(words[i:i + n])) for n, recs in index.items()
+             for i in range(len(words) - n + 1) if tuple(words[i:i + n]) in recs]
+    return [r for _, r in sorted(found, key=lambda f: (f[0], -len(f[1])))]
 
 
 def emitted_spans(words: Sequence[str], index: set[tuple[str, ...]], length: int) -> list[tuple[str, ...]]:
@@ -113,13 +151,19 @@ def teacher_forced_log_prob(generator: Any, start: Sequence[int], rows: Sequence
     return total.numpy()
 
 
-def _check(samples: Any, top: Any, max_tokens: Any, min_tokens: Any, metric: str, seed: Any) -> None:
+def _check(samples: Any, top: Any, max_tokens: Any, min_tokens: Any, metric: str, seed: Any,
+           min_record_tokens: Any = DEFAULT_MIN_RECORD_TOKENS) -> None:
     for name, value, example in (("samples", samples, DEFAULT_SAMPLES), ("top", top, DEFAULT_TOP),
                                  ("max_tokens", max_tokens, DEFAULT_MAX_TOKENS),
-                                 ("min_tokens", min_tokens, DEFAULT_MIN_TOKENS)):
+                                 ("min_tokens", min_tokens, DEFAULT_MIN_TOKENS),
+                                 ("min_record_tokens", min_record_tokens, DEFAULT_MIN_RECORD_TOKENS)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}; fix: e.g. {name}={example} "
                              "(a budget of 0 samples nothing, so it would pass every model)")
+    if min_record_tokens > min_tokens:
+        raise ValueError(f"min_record_tokens={min_record_tokens} is above min_tokens={min_tokens}: records "
+                         f"shorter than {min_tokens} words could then never be found; fix: min_record_tokens <= "
+                         f"min_tokens, e.g. min_record_tokens={min(DEFAULT_MIN_RECORD_TOKENS, min_tokens)}")
     if metric not in METRICS:
         raise ValueError(f"metric={metric!r} is not one of {METRICS}; fix: e.g. metric='auto'")
     if isinstance(seed, bool) or not isinstance(seed, int):
@@ -130,9 +174,11 @@ def untargeted_extraction(model: Any, training_data: Any, *, tokenizer: Any = No
                           reference_tokenizer: Any = None, metric: str = "auto", samples: int = DEFAULT_SAMPLES,
                           top: int = DEFAULT_TOP, top_k: int | None = DEFAULT_TOP_K, top_p: float | None = None,
                           max_tokens: int = DEFAULT_MAX_TOKENS, min_tokens: int = DEFAULT_MIN_TOKENS,
+                          min_record_tokens: int = DEFAULT_MIN_RECORD_TOKENS,
                           seed: int = 0) -> UntargetedExtraction:
-    """Sample ``samples`` texts, rank them by ``metric``, check the ``top`` first for training spans."""
-    _check(samples, top, max_tokens, min_tokens, metric, seed)
+    """Sample ``samples`` texts, rank them by ``metric``, check the ``top`` first for training spans (windows
+    of ``min_tokens`` words, and whole records of ``min_record_tokens`` words or more; see the module doc)."""
+    _check(samples, top, max_tokens, min_tokens, metric, seed, min_record_tokens)
     check_sampling(top_k, top_p)
     if metric == "reference" and reference is None:
         raise ValueError("metric='reference' needs reference= (a model that never saw the private data, e.g. the "
@@ -165,12 +211,16 @@ def untargeted_extraction(model: Any, training_data: Any, *, tokenizer: Any = No
     require_finite(score, what=f"the {chosen} scores of the samples", fix="check the models for NaN/inf weights")
     order = np.argsort(score, kind="stable")[:min(top, samples)]
     index = span_index(records, min_tokens)
-    out = UntargetedExtraction(chosen, why, texts, order.tolist())
+    wholes = whole_record_index(records, min_tokens, min_record_tokens)
+    out = UntargetedExtraction(chosen, why, texts, order.tolist(), records=len(records),
+                               records_whole=sum(min_record_tokens <= len(r) < min_tokens for r in records),
+                               records_unfindable=sum(len(r) < min_record_tokens for r in records))
+    out.reach = min(wholes) if wholes else min_tokens
     seen: dict[tuple[str, ...], None] = {}
     for i in out.ranked:
         words = texts[i].split()
-        out.long_enough += len(words) >= min_tokens
-        found = emitted_spans(words, index, min_tokens)
+        out.long_enough += len(words) >= out.reach
+        found = emitted_spans(words, index, min_tokens) + emitted_records(words, wholes)
         out.emitting += bool(found)
         seen.update(dict.fromkeys(found))
     out.spans = outermost(list(seen))

@@ -5,8 +5,10 @@ more, verbatim) among the top-ranked samples of the model (:mod:`.untargeted_ext
 the rate of top-ranked samples that emit one comes with its Clopper-Pearson
 interval.  The chance figure is what the same procedure (ranked by zlib) finds
 in the samples of the reference model, a model that never saw the records,
-when one is given.  A pass where most top-ranked samples are shorter than ``min_tokens``
-words (so they could not show a span) is inconclusive, not a pass.
+when one is given.  A pass is inconclusive, not a pass, where most top-ranked samples are
+too short to show a span, or where most training records are shorter than ``min_record_tokens``
+words (such a record holds no window and is too short to be found whole, so a model reciting it
+would show nothing; :mod:`.untargeted_extraction` says why short records are found whole).
 """
 from __future__ import annotations
 
@@ -20,25 +22,36 @@ from ..stats import clopper_pearson
 from .exposure_assertion import target_facts
 from .extraction_assertion import _check_confidence, _check_name
 from .inconclusive import check_allow_inconclusive, check_covered
-from .untargeted_extraction import (DEFAULT_MAX_TOKENS, DEFAULT_MIN_TOKENS, DEFAULT_SAMPLES, DEFAULT_TOP,
-                                    DEFAULT_TOP_K, UntargetedExtraction, untargeted_extraction)
+from .untargeted_extraction import (DEFAULT_MAX_TOKENS, DEFAULT_MIN_RECORD_TOKENS, DEFAULT_MIN_TOKENS,
+                                    DEFAULT_SAMPLES, DEFAULT_TOP, DEFAULT_TOP_K, UntargetedExtraction,
+                                    untargeted_extraction)
 
 REMEDY = ("the model emits its training records verbatim when sampled: de-duplicate the training data "
           "(repeated records are memorised first), scrub personal data before training, train fewer epochs with "
           "early stopping, or train with differential privacy (DP-SGD)")
 
 
+def _records_line(m: UntargetedExtraction, min_tokens: int, min_record_tokens: int) -> str:
+    windowed = m.records - m.records_whole - m.records_unfindable
+    return (f"{m.records} training record(s): {windowed} of >= {min_tokens} words found by their {min_tokens}-word "
+            f"windows, {m.records_whole} of {min_record_tokens}-{min_tokens - 1} words found whole, "
+            f"{m.records_unfindable} shorter than {min_record_tokens} words that cannot be found")
+
+
 def _result(model: Any, m: UntargetedExtraction, chance: float | None, *, min_tokens: int, confidence: float,
-            name: str | None, samples: int) -> LeakResult:
+            name: str | None, samples: int, min_record_tokens: int) -> LeakResult:
     top = len(m.ranked)
     low, high = clopper_pearson(m.emitting, top, confidence)
     evidence: dict[str, Any] = {
         "metric": m.metric, "why": m.why,
         "procedure": f"{samples} samples drawn, the {top} ranked most suspicious by {m.metric} checked for "
-                     f"verbatim spans of >= {min_tokens} words of the training records",
+                     f"verbatim spans of >= {min_tokens} words of the training records, and for whole records of "
+                     f"{min_record_tokens}-{min_tokens - 1} words",
+        "records": _records_line(m, min_tokens, min_record_tokens),
         "emitting": f"{m.emitting} of {top} top-ranked samples emit a training span "
                     f"(rate {m.emitting / top:.3f}, {confidence:.0%} CI {low:.3f} .. {high:.3f})",
-        "long_enough": f"{m.long_enough} of {top} top-ranked samples have >= {min_tokens} words"}
+        "long_enough": f"{m.long_enough} of {top} top-ranked samples have >= {m.reach} words (the fewest in which "
+                       "a findable record can be emitted)"}
     for i, span in enumerate(m.spans[:5]):
         evidence[f"span {i + 1}"] = " ".join(span)
     if chance is None:
@@ -48,7 +61,8 @@ def _result(model: Any, m: UntargetedExtraction, chance: float | None, *, min_to
                       threshold=None, direction="at_most", interval=None, confidence=confidence, chance=chance,
                       label=name if name is not None else f"{m.metric}, top {top} of {samples}, >= {min_tokens} words",
                       evidence=evidence, remedy=REMEDY,
-                      target={**target_facts(model), "ranking": m.metric, "top": top, "long_enough": m.long_enough},
+                      target={**target_facts(model), "ranking": m.metric, "top": top, "long_enough": m.long_enough,
+                              "reach": m.reach, "records": m.records, "records_unfindable": m.records_unfindable},
                       extra={"emitting_rate": m.emitting / top, "rate_low": low, "rate_high": high})
 
 
@@ -67,7 +81,7 @@ def _measured(model, training_data, *, reference, reference_tokenizer, name, con
             chance = float(len(untargeted_extraction(reference, training_data, tokenizer=reference_tokenizer,
                                                      **ref_options).spans))
         return [_result(model, m, chance, min_tokens=options["min_tokens"], confidence=confidence, name=name,
-                        samples=options["samples"])]
+                        samples=options["samples"], min_record_tokens=options["min_record_tokens"])]
 
     models = [m for m in (model, options.get("tokenizer"), reference, reference_tokenizer) if m is not None]
     inputs = {"training_data": training_data, "name": name, "confidence": confidence,
@@ -80,14 +94,16 @@ def measure_untargeted_extraction(model: Any, training_data: Any, *, tokenizer: 
                                   samples: int = DEFAULT_SAMPLES, top: int = DEFAULT_TOP,
                                   top_k: int | None = DEFAULT_TOP_K, top_p: float | None = None,
                                   max_tokens: int = DEFAULT_MAX_TOKENS, min_tokens: int = DEFAULT_MIN_TOKENS,
-                                  seed: int = 0, confidence: float = 0.95, name: str | None = None) -> LeakResult:
+                                  min_record_tokens: int = DEFAULT_MIN_RECORD_TOKENS, seed: int = 0,
+                                  confidence: float = 0.95, name: str | None = None) -> LeakResult:
     """Measure how many distinct training spans ``model`` emits among its top-ranked samples; recorded.
 
     Same arguments as :func:`assert_untargeted_extraction_at_most` without the limit.
     """
     result = _measured(model, training_data, reference=reference, reference_tokenizer=reference_tokenizer,
                           name=name, confidence=confidence, tokenizer=tokenizer, metric=metric, samples=samples,
-                          top=top, top_k=top_k, top_p=top_p, max_tokens=max_tokens, min_tokens=min_tokens, seed=seed)
+                          top=top, top_k=top_k, top_p=top_p, max_tokens=max_tokens, min_tokens=min_tokens,
+                          min_record_tokens=min_record_tokens, seed=seed)
     return record(result)
 
 
@@ -96,7 +112,8 @@ def assert_untargeted_extraction_at_most(model: Any, training_data: Any, max_spa
                                          metric: str = "auto", samples: int = DEFAULT_SAMPLES,
                                          top: int = DEFAULT_TOP, top_k: int | None = DEFAULT_TOP_K,
                                          top_p: float | None = None, max_tokens: int = DEFAULT_MAX_TOKENS,
-                                         min_tokens: int = DEFAULT_MIN_TOKENS, seed: int = 0,
+                                         min_tokens: int = DEFAULT_MIN_TOKENS,
+                                         min_record_tokens: int = DEFAULT_MIN_RECORD_TOKENS, seed: int = 0,
                                          confidence: float = 0.95, name: str | None = None,
                                          tolerance: float | None = None,
                                          allow_inconclusive: bool = False) -> LeakResult:
@@ -107,11 +124,13 @@ def assert_untargeted_extraction_at_most(model: Any, training_data: Any, max_spa
     (``"auto"``: ``"reference"`` when ``reference=`` is given, else ``"zlib"``; or
     ``"perplexity"``), the ``top`` first checked against ``training_data`` (an NLUDataset's train split,
     utterances or strings: the records whose emission is a leak) for verbatim spans of at least
-    ``min_tokens`` words. ``model``/``reference``: the ``lstm-lm`` or ``causal-lm`` target, or a
+    ``min_tokens`` words, and for whole records of ``min_record_tokens`` (4) to ``min_tokens - 1`` words
+    (NLU records are mostly shorter than 8 words; see :mod:`.untargeted_extraction`). ``model``/``reference``: the ``lstm-lm`` or ``causal-lm`` target, or a
     transformers causal LM with ``tokenizer=`` / ``reference_tokenizer=``. The chance figure is the
-    spans the reference model's own samples emit (ranked by zlib: a ratio to itself is 1). A pass where fewer than half of the top-ranked
-    samples reach ``min_tokens`` words is inconclusive (``InconclusiveAuditError``) unless
-    ``allow_inconclusive=True``. Returns the recorded result.
+    spans the reference model's own samples emit (ranked by zlib: a ratio to itself is 1). A pass is
+    inconclusive (``InconclusiveAuditError``) unless ``allow_inconclusive=True`` where fewer than half of the
+    top-ranked samples are long enough to emit a findable record, or where more than half of the records are
+    shorter than ``min_record_tokens`` words (they cannot be found). Returns the recorded result.
     """
     __tracebackhide__ = True
     if isinstance(max_spans, bool) or not isinstance(max_spans, int) or max_spans < 0:
@@ -123,11 +142,20 @@ def assert_untargeted_extraction_at_most(model: Any, training_data: Any, max_spa
     allow = check_allow_inconclusive(allow_inconclusive)
     result = _measured(model, training_data, reference=reference, reference_tokenizer=reference_tokenizer,
                           name=name, confidence=confidence, tokenizer=tokenizer, metric=metric, samples=samples,
-                          top=top, top_k=top_k, top_p=top_p, max_tokens=max_tokens, min_tokens=min_tokens, seed=seed)
-    top_n, long_enough = result.target["top"], result.target["long_enough"]
-    complete = 2 * long_enough >= top_n
-    covered = (f"only {long_enough} of the {top_n} top-ranked samples have >= {min_tokens} words, so most could "
-               "not show a training span")
-    rest = f"raise max_tokens (now {max_tokens}) or lower min_tokens (now {min_tokens})"
+                          top=top, top_k=top_k, top_p=top_p, max_tokens=max_tokens, min_tokens=min_tokens,
+                          min_record_tokens=min_record_tokens, seed=seed)
+    top_n, long_enough, reach = result.target["top"], result.target["long_enough"], result.target["reach"]
+    n_records, unfindable = result.target["records"], result.target["records_unfindable"]
+    short_samples, short_records = 2 * long_enough < top_n, 2 * unfindable > n_records
+    covered = "; ".join(
+        ([f"only {long_enough} of the {top_n} top-ranked samples have >= {reach} words, so most could not show a "
+          "training span"] if short_samples else [])
+        + ([f"{unfindable} of the {n_records} training records are shorter than min_record_tokens="
+            f"{min_record_tokens} words, so a model reciting them would show nothing"] if short_records else []))
+    rest = " and ".join(([f"raise max_tokens (now {max_tokens}) or lower min_tokens (now {min_tokens})"]
+                         if short_samples else [])
+                        + ([f"lower min_record_tokens (now {min_record_tokens}) if records that short are specific "
+                            "to your data"] if short_records else []))
+    complete = not (short_samples or short_records)
     return check_covered(dataclasses.replace(result, threshold=float(max_spans), tolerance=tolerance),
                          complete=complete, covered=covered, rest=rest, allow_inconclusive=allow)
