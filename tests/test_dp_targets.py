@@ -133,6 +133,7 @@ def test_dp_joint_records_its_epsilon_and_is_cached_apart(tiny_data, tmp_path):
     facts = model.describe()["dp"]
     assert facts["epsilon"] == 8.0 and facts["delta"] == 1e-5 and facts["max_grad_norm"] == 1.0
     assert 0.9 * 8 <= facts["epsilon_spent"] <= 8 * 1.001        # the whole budget, no early stopping
+    assert "vocabulary" in facts["covers"] and "outside DP-SGD" in facts["covers"]   # review H4: not the release
     assert model.describe()["config"]["dp"]["epsilon"] == 8.0
     assert "dp" not in plain.describe() and "dp" not in plain.describe()["config"]
     assert model.content_hash != plain.content_hash

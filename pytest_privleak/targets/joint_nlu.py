@@ -86,6 +86,13 @@ from .vocab import PAD, PAD_ID, UNK, Vocabulary, check_extra_tokens
 KIND = "joint-bilstm-crf"
 
 
+# What the DP-SGD guarantee of this target covers (review H4): the vocabulary and the <unk> row are read from the
+# training data outside DP-SGD, so a word found in one record only is in the released model exactly when that
+# record was trained on. The (epsilon, delta) is of the weights given the vocabulary, not of the released model.
+DP_COVERS = ("the weights given the vocabulary: the vocabulary and the <unk> row are read from the training data "
+             "outside DP-SGD, so a word only one record holds reveals that record's membership")
+
+
 @dataclass(frozen=True)
 class JointNLUConfig:
     """Hyper-parameters of the joint model; defaults are the undefended CI-sized model.
@@ -350,7 +357,7 @@ class JointNLUTarget(TrainedTarget):
         """The base facts, plus ``dp`` (config, noise, epsilon spent) for a DP-SGD model."""
         facts = super().describe()
         if self.training_history.dp is not None:
-            facts["dp"] = dict(self.training_history.dp)
+            facts["dp"] = {**self.training_history.dp, "covers": DP_COVERS}
         return facts
 
     # -- ids -----------------------------------------------------------------
