@@ -15,7 +15,10 @@ ceiling ``log2 |R|``.  Three ways to measure it:
 - :func:`exact_exposure` enumerates the whole space ``V0^n`` in batches;
 - :func:`sampled_exposure` ranks the canary among ``N`` random references
   (ceiling ``log2 N``) and turns a Clopper-Pearson interval on the fraction of
-  references at or below the canary into an interval on the exposure;
+  references at or below the canary into an interval on the exposure; the
+  references are distinct secrets (:func:`distinct_references`), so ``N`` is at
+  most ``|R| - 1`` and the ceiling stays under ``log2 |R|``, and when ``N``
+  would be every other secret the space is scored whole (the figure is exact);
 - :func:`extrapolated_exposure` fits a skew-normal to reference scores and
   reads ``-log2 CDF(score(s))`` off it, for spaces too large to enumerate
   (the Secret Sharer's extrapolation), with a Kolmogorov-Smirnov statistic as
@@ -41,6 +44,7 @@ otherwise rank like any other and the gate would pass a broken model).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from typing import Any
@@ -71,9 +75,17 @@ def exact_from_scores(scores: np.ndarray, canary_index: int) -> Exposure:
 
 def sampled_from_scores(canary_score: float, reference_scores: np.ndarray, space_size: int,
                         confidence: float = 0.95) -> Exposure:
-    """Exposure among ``N`` sampled references: ``log2 N - log2 rank``, ceiling ``log2 N``."""
+    """Exposure among ``N`` sampled references: ``log2 N - log2 rank``, ceiling ``log2 N``.
+
+    The references must be distinct secrets other than the canary (:func:`distinct_references`), so
+    ``N <= |R| - 1`` and the ceiling is below the space's own ``log2 |R|``."""
     refs = np.asarray(reference_scores, dtype=np.float64)
     n = refs.size
+    if n > space_size - 1:
+        raise ValueError(f"{n} sampled references in a space of {space_size:,} secrets: at most {space_size - 1:,} "
+                         "distinct secrets besides the canary exist, and a rank among repeated references can read "
+                         f"above the space's ceiling log2 {space_size:,}; fix: draw them with distinct_references(), "
+                         "or score the whole space (exact_from_scores)")
     value, rank = exposure_from_scores(canary_score, refs)
     lo, hi = sampled_interval(rank - 1, n, space_size, confidence)
     return Exposure(value, "sampled", rank, space_size, n, math.log2(n), chance_exposure(n + 1, math.log2(n)),
@@ -100,6 +112,37 @@ def extrapolated_from_scores(canary_score: float, reference_scores: np.ndarray, 
     return Exposure(value, "extrapolated", rank, space_size, refs.size, ceiling, chance_exposure(space_size),
                     interval, canary_score, confidence, fit,
                     {"uncapped_bits": raw, "sampled_bits": sampled_bits})
+
+
+def distinct_references(rng: np.random.Generator, size: int, item: int, references: int) -> np.ndarray | None:
+    """``references`` distinct secret numbers of a space of ``size``, uniform without replacement over all but
+    ``item``; ``None`` when ``references >= size - 1`` (they would be every other secret: score the space whole).
+
+    Why without replacement: the sampled exposure ``log2 N - log2 rank`` is the exposure in a space of the
+    ``N`` references, which stands for the real space only when they are ``N`` distinct secrets of it; drawn
+    with replacement, ``N`` can pass ``|R| - 1`` and the figure pass ``log2 |R|`` (a 2-digit pin read 9.97 bits
+    of at most 6.64). The first draws are ``rng.integers`` as before and a repeat is replaced by further draws,
+    so a space much larger than ``references`` (no repeat) gets the same references as before; over half the
+    space is drawn as a prefix of a permutation instead.
+    """
+    others = int(size) - 1
+    if references >= others:
+        return None
+    if 2 * references > others:
+        refs = rng.permutation(others)[:references].astype(np.int64)
+    else:
+        refs = np.zeros(0, dtype=np.int64)
+        while refs.size < references:
+            merged = np.concatenate([refs, rng.integers(0, others, size=references - refs.size, dtype=np.int64)])
+            _, first = np.unique(merged, return_index=True)
+            refs = merged[np.sort(first)]     # the first occurrence of each, in draw order
+    return refs + (refs >= item)              # uniform over the space without the item
+
+
+def whole_space_note(method: str, references: int, size: int) -> dict[str, str]:
+    """The evidence line of a sampled or extrapolated request that scored the whole space instead."""
+    return {"why exact": f"method={method!r} with references={references:,}: the space holds {size - 1:,} secrets "
+                         "besides this one, so every secret was scored and the figure is exact"}
 
 
 # --- scoring a canary space in batches ---------------------------------------------------
@@ -341,12 +384,13 @@ def compute_exposure(target: Any, canary: Any, *, method: str = "auto", referenc
 
     scorer = secret_scorer(target, canary)
     number = secret_index(canary.secret_indices, base)
-    if method == "exact":
-        space = enumerate_space(base, length, budget=None)
-        return exact_from_scores(score_secrets(scorer, space, batch_size), number)
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x6578706F]))  # "expo"
-    refs = rng.integers(0, size - 1, size=references, dtype=np.int64)
-    refs = refs + (refs >= number)  # uniform over the space without the canary
+    refs = None if method == "exact" else distinct_references(rng, size, number, references)
+    if refs is None:   # exact, or references that would be every other secret
+        space = enumerate_space(base, length, budget=None)
+        exact = exact_from_scores(score_secrets(scorer, space, batch_size), number)
+        return exact if method == "exact" else dataclasses.replace(
+            exact, evidence={**exact.evidence, **whole_space_note(method, references, size)})
     secrets = space_digits(np.concatenate([[number], refs]), base, length)
     scores = score_secrets(scorer, secrets, batch_size)
     if method == "sampled":

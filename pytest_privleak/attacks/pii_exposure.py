@@ -13,7 +13,9 @@ team's data is what it *does*.  For each item the detectors
    ``method="auto"`` scores every candidate when the space has at most
    ``exact_budget`` strings, else ranks the item among ``references`` random
    candidates and extrapolates with the skew-normal fit the exposure attack
-   uses (:func:`.exposure.extrapolated_from_scores`).  ``context="sentence"``
+   uses (:func:`.exposure.extrapolated_from_scores`); the references are
+   distinct (:func:`.exposure.distinct_references`), and a space no larger
+   than ``references + 1`` is scored whole.  ``context="sentence"``
    (default) keeps the words after the item, as Lukas et al.'s reconstruction
    attack (§4.2) does; ``"prefix"`` cuts the ticket after the item.
 2. **Extraction**: whether the model reproduces the item.
@@ -36,6 +38,7 @@ Item texts never leave this module unredacted unless ``show_pii=True``
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,7 +49,8 @@ from ..data.pii_candidates import CandidateSpace, ListSpace
 from ..data.pii_detectors import find_spans, resolve_detectors
 from ..data.types import NLUDataset, Utterance
 from ..finite import require_finite
-from .exposure import exact_from_scores, extrapolated_from_scores, sampled_from_scores
+from .exposure import (distinct_references, exact_from_scores, extrapolated_from_scores, sampled_from_scores,
+                       whole_space_note)
 from .exposure_figure import Exposure
 from .pii_generation import can_generate, generation_options, reproduced
 from .pii_redaction import redact, redaction_key
@@ -228,11 +232,12 @@ def _exposure(space: CandidateSpace, sentences, scorer, *, method: str, exact_bu
     size = space.size
     if method == "auto":
         method = "exact" if size <= exact_budget else "extrapolated"
-    if method == "exact":
+    refs = None if method == "exact" else distinct_references(rng, size, space.item_number, references)
+    if refs is None:   # exact, or references that would be every other string of the space
         numbers = np.arange(size, dtype=np.int64)
-        return exact_from_scores(scorer(sentences(space.texts(numbers)), intent, label), space.item_number)
-    refs = rng.integers(0, size - 1, size=references, dtype=np.int64)
-    refs = refs + (refs >= space.item_number)   # uniform over the space without the item
+        exact = exact_from_scores(scorer(sentences(space.texts(numbers)), intent, label), space.item_number)
+        return exact if method == "exact" else dataclasses.replace(
+            exact, evidence={**exact.evidence, **whole_space_note(method, references, size)})
     scores = scorer(sentences(space.texts(np.concatenate([[space.item_number], refs]))), intent, label)
     if method == "sampled" or (method == "extrapolated" and np.ptp(scores[1:]) == 0):
         # references all alike leave nothing to fit a skew-normal to: the sampled rank is the figure

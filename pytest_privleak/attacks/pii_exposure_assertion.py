@@ -12,6 +12,14 @@ training data; the results summarise it:
 
 Both carry the per-item table in their evidence, most exposed first, with every
 item redacted (kind, keyed hash, length) unless ``show_pii=True``.
+
+As for a canary's exposure (:func:`.exposure_assertion.exposure_coverage`), an
+exposure pass is inconclusive, not a pass, when an item whose space the default
+scores in full (at most ``DEFAULT_EXACT_BUDGET`` strings) was only ranked among
+sampled references: its ceiling ``log2 N`` can sit under the limit, so a
+memorised item would pass.  An extraction share needs no such rule: an item
+first among the whole space is first among any references, so a sampled rank
+can only over-count extraction.
 """
 from __future__ import annotations
 
@@ -21,7 +29,7 @@ from typing import Any
 from ..results import LeakResult, record
 from ..stats import clopper_pearson
 from .exposure_assertion import target_facts
-from .inconclusive import check_covered
+from .inconclusive import check_allow_inconclusive, check_covered
 from .pii_exposure import (DEFAULT_BATCH, DEFAULT_BOOTSTRAP, DEFAULT_EXACT_BUDGET, DEFAULT_REFERENCES, PiiAudit,
                            audit_pii, exposure_summary, share_extracted)
 
@@ -61,6 +69,24 @@ def exposure_result(model: Any, dataset: Any, audit: PiiAudit, *, threshold: flo
                       direction="at_most", interval=e.interval, confidence=e.confidence if e.method != "exact" else None,
                       chance=chance, ceiling=e.ceiling, label=_label(dataset, name), evidence=evidence, extra=extra,
                       remedy=PII_REMEDY, target=target_facts(model))
+
+
+def exposure_coverage(audit: PiiAudit) -> tuple[bool, str, str]:
+    """``(complete, what was covered, what covers the rest)``: incomplete when an item whose space the default
+    scores in full was ranked among sampled references (``method="sampled"`` / ``"extrapolated"``, or an
+    ``exact_budget`` below the default)."""
+    short = [f for f in audit.measured
+             if f.exposure.method != "exact" and f.exposure.space_size <= DEFAULT_EXACT_BUDGET]
+    if not short:
+        return True, "", ""
+    largest = max(f.exposure.space_size for f in short)
+    e = short[0].exposure
+    covered = (f"{len(short)} of {len(audit.measured)} item(s) were ranked among sampled references in spaces the "
+               f"default scores in full (e.g. {short[0].label}: {e.method}, {e.n_references:,} references of "
+               f"{e.space_size:,} strings, ceiling {e.ceiling:.3g} bits)")
+    rest = (f"method='auto' (or 'exact') with exact_budget >= {largest:,} scores every string (the default "
+            f"exact_budget is {DEFAULT_EXACT_BUDGET:,})")
+    return False, covered, rest
 
 
 def extraction_result(model: Any, dataset: Any, audit: PiiAudit, *, threshold: float | None, confidence: float,
@@ -114,14 +140,19 @@ def assert_pii_exposure_below(model: Any, dataset: Any, max_bits: float, detecto
                               exact_budget: int = DEFAULT_EXACT_BUDGET, bootstrap: int = DEFAULT_BOOTSTRAP,
                               seed: int = 0, confidence: float = 0.95, batch_size: int = DEFAULT_BATCH,
                               min_count: int = 1, show_pii: bool = False, salt: str | bytes | None = None,
-                              name: str | None = None) -> LeakResult:
+                              name: str | None = None, allow_inconclusive: bool = False) -> LeakResult:
     """Fail when any PII item of the training data has an exposure above ``max_bits``.
 
     Same arguments as :func:`measure_pii_exposure` plus the limit in bits. The
     maximum over many items of a model that memorised nothing is above the
     per-item chance (about 1.44 bits): choose the limit against the ceiling.
+    A pass where an item of a space the default scores in full (at most
+    ``DEFAULT_EXACT_BUDGET`` strings) was ranked among sampled references is
+    inconclusive (``InconclusiveAuditError``) unless ``allow_inconclusive=True``,
+    as for a canary's exposure.
     """
     __tracebackhide__ = True
+    allow = check_allow_inconclusive(allow_inconclusive)
     if isinstance(max_bits, bool) or not isinstance(max_bits, (int, float)) or not 0 <= max_bits < math.inf:
         raise ValueError(f"max_bits must be a finite number >= 0, got {max_bits!r}; fix: e.g. max_bits=10.0")
     options = dict(method=method, context=context, extraction=extraction, generation=generation,
@@ -130,7 +161,8 @@ def assert_pii_exposure_below(model: Any, dataset: Any, max_bits: float, detecto
                    salt=salt)
     audit = _audit(model, dataset, detectors, options, name)
     result = exposure_result(model, dataset, audit, threshold=float(max_bits), confidence=confidence, name=name)
-    return check_covered(result, complete=True, covered="", rest="")
+    complete, covered, rest = exposure_coverage(audit)
+    return check_covered(result, complete=complete, covered=covered, rest=rest, allow_inconclusive=allow)
 
 
 def measure_pii_extraction(model: Any, dataset: Any, detectors: Any = "default", *, extraction: str = "auto",
