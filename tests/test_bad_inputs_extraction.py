@@ -132,3 +132,21 @@ def test_bad_untargeted_inputs(lstm):
         measure_untargeted_extraction(lstm, "one long string")
     with pytest.raises(TypeError, match=r"training_data\[1\] is int"):
         measure_untargeted_extraction(lstm, ["a text", 3])
+
+
+def test_generate_from_prefixes_refuses_a_bare_string(lstm):
+    # before, "my pin code is" was read as 14 one-character prefixes and generated from each
+    with pytest.raises(TypeError, match=r"prefixes must be a list of prefixes.*14 characters.*"
+                                        r"prefixes=\['my pin code is'\]"):
+        generate_from_prefixes(lstm, "my pin code is", method="greedy", max_tokens=2)
+
+
+@pytest.mark.parametrize("seed", [1.7, -5, "3", None, True])
+def test_generation_seeds_must_be_integers_at_least_zero(lstm, pin, seed):
+    # before, 1.7, -5 and "3" were accepted (int() coerced 1.7 and "3"), and None was a bare TypeError
+    with pytest.raises(ValueError, match=r"seed must be an integer >= 0, got .*fix: e.g. seed=0"):
+        generate_from_prefixes(lstm, ["my pin code is"], method="sampling", budget=2, max_tokens=2, seed=seed)
+    with pytest.raises(ValueError, match=r"seed must be an integer >= 0"):
+        measure_extraction(lstm, pin, method="sampling", seed=seed)
+    with pytest.raises(ValueError, match=r"seed must be an integer >= 0"):
+        measure_untargeted_extraction(lstm, list(RECORDS), seed=seed)

@@ -29,6 +29,7 @@ each prefix, returning the generated continuations as text.
 from __future__ import annotations
 
 import inspect
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -394,6 +395,15 @@ def _check_positive(name: str, value: Any, example: int) -> int:
     return value
 
 
+def check_seed(seed: Any) -> int:
+    """``seed``: an integer >= 0 (``1.7`` or ``"3"`` would be coerced to another seed than the one written, and
+    numpy refuses negative seeds, so the generation attacks refuse them too)."""
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be an integer >= 0, got {seed!r}; fix: e.g. seed=0 (the same seed gives the "
+                         "same generations)")
+    return int(seed)
+
+
 def check_sampling(top_k: Any, top_p: Any) -> None:
     """``top_k``: ``None`` or an integer >= 1; ``top_p``: ``None`` or a number in (0, 1]."""
     if top_k is not None:
@@ -413,6 +423,7 @@ def generate(generator: TokenGenerator, prefixes: Sequence[Sequence[int]], *, me
     _check_positive("budget", budget, 10)
     _check_positive("max_tokens", max_tokens, DEFAULT_MAX_TOKENS)
     check_sampling(top_k, top_p)
+    seed = check_seed(seed)
     if not prefixes:
         return []
     if method == "beam":
@@ -440,8 +451,14 @@ def generate_from_prefixes(generator: Any, prefixes: Sequence[str | Sequence[str
     ``"beam"`` (``budget`` beams, most likely first) or ``"sampling"`` (``budget`` samples, top-k
     ``top_k`` and nucleus ``top_p`` filtered, in draw order; duplicates kept). ``max_tokens``: tokens
     generated at most (an end-of-sequence token stops earlier). Each continuation is its decoded words
-    joined by single spaces, without the prefix. Deterministic for a fixed ``seed``.
+    joined by single spaces, without the prefix. Deterministic for a fixed ``seed`` (an integer >= 0).
+    A bare string as ``prefixes`` is refused: it would be read as one prefix per character.
     """
+    if isinstance(prefixes, (str, bytes)):
+        raise TypeError(f"prefixes must be a list of prefixes, got the string {prefixes!r:.60} (it would generate "
+                        f"from each of its {len(prefixes)} characters); fix: pass a list, e.g. "
+                        f"prefixes=[{prefixes!r:.60}]")
+    check_seed(seed)
     gen = generator_for(generator, tokenizer)
     encoded = [gen.encode_prefix(_words(p, f"prefixes[{i}]")) for i, p in enumerate(prefixes)]
     ids = generate(gen, encoded, method=method, budget=budget, max_tokens=max_tokens, seed=seed, top_k=top_k,

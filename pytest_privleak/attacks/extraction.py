@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..adapters.generation import DEFAULT_TOP_K, check_sampling, generate, generator_for
+from ..adapters.generation import DEFAULT_TOP_K, check_sampling, check_seed, generate, generator_for
 from ..canaries import Canary, as_canary_list
 from .extraction_search import DEFAULT_MAX_EXPANSIONS, DEFAULT_SEARCH_BATCH, shortest_path_search
 
@@ -94,8 +94,7 @@ def check_arguments(method: str, samples: Any, beams: Any, top_k: Any, top_p: An
     _positive("max_expansions", max_expansions, DEFAULT_MAX_EXPANSIONS)
     _positive("batch_size", batch_size, DEFAULT_SEARCH_BATCH)
     check_sampling(top_k, top_p)
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"seed must be an integer, got {seed!r}; fix: e.g. seed=0")
+    check_seed(seed)
 
 
 def _ranked(guesses: Sequence[tuple[str, ...]], by_frequency: bool) -> list[tuple[str, ...]]:

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..adapters.generation import DEFAULT_TOP_K, check_sampling, generator_for, sample
+from ..adapters.generation import DEFAULT_TOP_K, check_sampling, check_seed, generator_for, sample
 from ..finite import require_finite
 
 METRICS = ("auto", "perplexity", "zlib", "reference")
@@ -166,8 +166,7 @@ def _check(samples: Any, top: Any, max_tokens: Any, min_tokens: Any, metric: str
                          f"min_tokens, e.g. min_record_tokens={min(DEFAULT_MIN_RECORD_TOKENS, min_tokens)}")
     if metric not in METRICS:
         raise ValueError(f"metric={metric!r} is not one of {METRICS}; fix: e.g. metric='auto'")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"seed must be an integer, got {seed!r}; fix: e.g. seed=0")
+    check_seed(seed)
 
 
 def untargeted_extraction(model: Any, training_data: Any, *, tokenizer: Any = None, reference: Any = None,
