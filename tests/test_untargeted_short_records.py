@@ -107,3 +107,14 @@ def test_measure_reports_the_records_it_can_and_cannot_find():
 def test_bad_min_record_tokens(value, match):
     with pytest.raises(ValueError, match=match):
         measure_untargeted_extraction(Reciter(RECORDS), RECORDS, min_record_tokens=value)
+
+
+def test_min_record_tokens_equal_to_min_tokens_finds_no_short_record_and_says_so():
+    result = measure_untargeted_extraction(Reciter(RECORDS), RECORDS, samples=4, top=4, max_tokens=12,
+                                           min_record_tokens=8)
+    assert result.value == 0.0 and "whole records" not in result.evidence["procedure"]
+    assert result.evidence["records"] == ("4 training record(s): 0 of >= 8 words found by their 8-word windows, "
+                                          "none found whole, 4 shorter than 8 words that cannot be found")
+    with expect_leak(match="4 of the 4 training records are shorter than min_record_tokens=8"):
+        assert_untargeted_extraction_at_most(Reciter(RECORDS), RECORDS, 0, samples=4, top=4, max_tokens=12,
+                                             min_record_tokens=8)

@@ -31,11 +31,18 @@ REMEDY = ("the model emits its training records verbatim when sampled: de-duplic
           "early stopping, or train with differential privacy (DP-SGD)")
 
 
+def _whole(min_tokens: int, min_record_tokens: int) -> str:
+    """``4-7 words``: the lengths of the records found whole (none when ``min_record_tokens == min_tokens``)."""
+    low, high = min_record_tokens, min_tokens - 1
+    return f"{low}-{high} words" if low < high else f"{low} words" if low == high else ""
+
+
 def _records_line(m: UntargetedExtraction, min_tokens: int, min_record_tokens: int) -> str:
     windowed = m.records - m.records_whole - m.records_unfindable
+    whole = _whole(min_tokens, min_record_tokens)
     return (f"{m.records} training record(s): {windowed} of >= {min_tokens} words found by their {min_tokens}-word "
-            f"windows, {m.records_whole} of {min_record_tokens}-{min_tokens - 1} words found whole, "
-            f"{m.records_unfindable} shorter than {min_record_tokens} words that cannot be found")
+            f"windows, " + (f"{m.records_whole} of {whole} found whole, " if whole else "none found whole, ")
+            + f"{m.records_unfindable} shorter than {min_record_tokens} words that cannot be found")
 
 
 def _result(model: Any, m: UntargetedExtraction, chance: float | None, *, min_tokens: int, confidence: float,
@@ -45,8 +52,9 @@ def _result(model: Any, m: UntargetedExtraction, chance: float | None, *, min_to
     evidence: dict[str, Any] = {
         "metric": m.metric, "why": m.why,
         "procedure": f"{samples} samples drawn, the {top} ranked most suspicious by {m.metric} checked for "
-                     f"verbatim spans of >= {min_tokens} words of the training records, and for whole records of "
-                     f"{min_record_tokens}-{min_tokens - 1} words",
+                     f"verbatim spans of >= {min_tokens} words of the training records"
+                     + (f", and for whole records of {_whole(min_tokens, min_record_tokens)}"
+                        if _whole(min_tokens, min_record_tokens) else ""),
         "records": _records_line(m, min_tokens, min_record_tokens),
         "emitting": f"{m.emitting} of {top} top-ranked samples emit a training span "
                     f"(rate {m.emitting / top:.3f}, {confidence:.0%} CI {low:.3f} .. {high:.3f})",
@@ -125,8 +133,9 @@ def assert_untargeted_extraction_at_most(model: Any, training_data: Any, max_spa
     ``"perplexity"``), the ``top`` first checked against ``training_data`` (an NLUDataset's train split,
     utterances or strings: the records whose emission is a leak) for verbatim spans of at least
     ``min_tokens`` words, and for whole records of ``min_record_tokens`` (4) to ``min_tokens - 1`` words
-    (NLU records are mostly shorter than 8 words; see :mod:`.untargeted_extraction`). ``model``/``reference``: the ``lstm-lm`` or ``causal-lm`` target, or a
-    transformers causal LM with ``tokenizer=`` / ``reference_tokenizer=``. The chance figure is the
+    (NLU records are mostly shorter than 8 words; see :mod:`.untargeted_extraction`).
+    ``model``/``reference``: the ``lstm-lm`` or ``causal-lm`` target, or a transformers causal LM
+    with ``tokenizer=`` / ``reference_tokenizer=``. The chance figure is the
     spans the reference model's own samples emit (ranked by zlib: a ratio to itself is 1). A pass is
     inconclusive (``InconclusiveAuditError``) unless ``allow_inconclusive=True`` where fewer than half of the
     top-ranked samples are long enough to emit a findable record, or where more than half of the records are
