@@ -218,3 +218,79 @@ def train_nan(dataset: NLUDataset, seed: int, **config) -> HashedBagClassifier:
     with torch.no_grad():
         model.output.weight.fill_(float("nan"))
     return model
+
+
+# --- train functions the audit must refuse rather than pass (tests/test_dp_audit_silent_passes.py) ---------------
+
+def train_forgetting_hook(dataset: NLUDataset, seed: int, audit_hook=None, **config) -> HashedBagClassifier:
+    """Takes ``audit_hook`` but never calls it (a forgotten branch): white-box scores would be initial weights."""
+    return train(dataset, seed=seed, **config)
+
+
+class BypassingDPOptimizer:
+    """Mixin for a DPOptimizer whose step clips and accumulates without calling ``clip_and_accumulate`` through
+    the instance (as Opacus ghost clipping's step does), so a hook that wraps that method never runs."""
+
+    def pre_step(self, closure=None):
+        type(self).clip_and_accumulate(self)
+        if self._check_skip_next_step():
+            self._is_last_step_skipped = True
+            return False
+        self.add_noise()
+        self.scale_grad()
+        self._is_last_step_skipped = False
+        return True
+
+
+def train_bypassing_hook(dataset: NLUDataset, seed: int, audit_hook=None, **config) -> HashedBagClassifier:
+    """Calls ``audit_hook`` correctly, but its optimizer's step bypasses the wrapped ``clip_and_accumulate``."""
+    from opacus.optimizers import DPOptimizer
+
+    def bypassing(optimizer, sample_rate):
+        audit_hook(optimizer, sample_rate=sample_rate)
+        optimizer.__class__ = type("BypassingDP", (BypassingDPOptimizer, DPOptimizer), {})
+
+    return train(dataset, seed=seed, audit_hook=None if audit_hook is None else bypassing, **config)
+
+
+def train_ghost_clipping(dataset: NLUDataset, seed: int, epochs: int = 4, batch_size: int = 64, lr: float = 8.0,
+                         noise_multiplier: float = 0.0, audit_hook=None) -> HashedBagClassifier:
+    """Opacus ghost clipping (``grad_sample_mode="ghost"``), noise off; calls ``audit_hook`` as the protocol says."""
+    from opacus import PrivacyEngine
+    from torch.utils.data import DataLoader, TensorDataset
+
+    torch.manual_seed(seed)
+    ids, mask, labels = encode(dataset.train, dataset.intents)
+    model = build(dataset)
+    loader = DataLoader(TensorDataset(ids, mask, labels), batch_size=batch_size, shuffle=True)
+    model, optimizer, criterion, loader = PrivacyEngine(accountant="rdp").make_private(
+        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=lr), data_loader=loader,
+        criterion=nn.CrossEntropyLoss(), noise_multiplier=noise_multiplier, max_grad_norm=1.0,
+        poisson_sampling=True, grad_sample_mode="ghost")
+    if audit_hook is not None:
+        audit_hook(optimizer, sample_rate=batch_size / len(labels))
+    for x, m, y in loader:
+        optimizer.zero_grad()
+        criterion(model(x, m), y).backward()
+        optimizer.step()
+    return model._module
+
+
+@functools.lru_cache(maxsize=None)
+def _data_on_disk() -> NLUDataset:
+    from pytest_privleak.data.synthetic import generate_snips_like
+
+    return generate_snips_like(n_train=300, n_valid=0, n_test=0)
+
+
+def train_own_data(dataset: NLUDataset, seed: int, **config) -> HashedBagClassifier:
+    """Trains on its own copy of the data (a loader reading from disk), never on the dataset it is given."""
+    return train(_data_on_disk(), seed=seed, **config)
+
+
+def train_reading_unseen(dataset: NLUDataset, seed: int, **config) -> HashedBagClassifier:
+    """Trains on the dataset it is given, but reads its records in a way the audit's read check cannot see
+    (``tuple.__getitem__``, as code in another process would): the audit must fall back to comparing weights."""
+    split = dataset.train
+    records = [tuple.__getitem__(split, i) for i in range(len(split))]
+    return train(NLUDataset(tuple(records), (), (), name=dataset.name), seed=seed, **config)

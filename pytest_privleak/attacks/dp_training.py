@@ -25,13 +25,25 @@ The bounds hold whatever the scores: a guess count or threshold chosen on
 the data is paid for inside the bound maths (named in the evidence).  A
 method cut short by ``time_budget_s`` leaves the figure inconclusive (the
 assertion fails it unless ``allow_inconclusive=True``), never a pass.
+
+The bounds also need the canaries to reach training; a training where they
+cannot is refused (ValueError), never scored: gradient canaries that did not
+reach every optimizer step (counted by the hook, stored with the cached
+training: :func:`..dp.gradient_canaries.check_insertions`), or a model that
+does not depend on the dataset holding the input canaries
+(:func:`_check_data_used`).  Each training is cached with its key over the
+source of ``train``'s package and of ``sources=``: DP code elsewhere must be
+named there, or a warm cache keeps auditing the weights of the old code.
 """
 from __future__ import annotations
 
 import inspect
+import json
 import math
 import time
 from dataclasses import dataclass, field
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -77,6 +89,35 @@ def check_delta(delta: Any) -> float:
     return _check_number("delta", delta, 0.0, 1.0,
                          fix="pass the δ of the claim, in (0, 1) and usually below 1 / the number of records "
                              "(e.g. delta=1e-5)")
+
+
+def check_sources(sources: Any) -> tuple[str, ...]:
+    """``sources=``: files (paths, or imported modules) whose source is part of each training's cache key."""
+    if isinstance(sources, (str, Path)) or inspect.ismodule(sources):
+        sources = [sources]
+    try:
+        items = list(sources)
+    except TypeError:
+        raise TypeError(f"sources must be a list of file paths or modules, got {type(sources).__name__}; fix: "
+                        "e.g. sources=[mylib.dp_training, 'mylib/data.py']") from None
+    out = []
+    for i, item in enumerate(items):
+        if inspect.ismodule(item):
+            if getattr(item, "__file__", None) is None:
+                raise TypeError(f"sources[{i}]: module {item.__name__!r} has no source file; fix: name a module "
+                                "defined in a .py file, or its path")
+            if hasattr(item, "__path__"):  # a package: every .py file under it
+                out.extend(str(path) for path in sorted(Path(item.__file__).parent.rglob("*.py")))
+                continue
+            item = item.__file__
+        if not isinstance(item, (str, Path)):
+            raise TypeError(f"sources[{i}] is a {type(item).__name__}, not a file path or module; fix: e.g. "
+                            "sources=[mylib.dp_training, 'mylib/data.py']")
+        if not Path(item).is_file():
+            raise FileNotFoundError(f"sources[{i}]={str(item)!r} is not a file; fix: list the .py files (or "
+                                    "modules) the training depends on beyond train's own package")
+        out.append(str(item))
+    return tuple(out)
 
 
 def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
@@ -132,34 +173,133 @@ class DPAuditRun:
         return all(arm.complete for arm in self.arms) and self.ceiling > self.claimed
 
 
-class _Trainer:
-    """Trains through ``train_own_model`` (the target cache) and checks what comes back."""
+#: Kind of the audit's own cache entries: the trained weights plus what training did with the canaries.
+RUN_KIND = "dp-audit-run"
 
-    def __init__(self, train, build, wrap, cache, config: dict) -> None:
+
+@dataclass
+class Trained:
+    """One training of the audit: the module and what training did with the audit's canaries."""
+
+    module: torch.nn.Module
+    #: did ``train`` read the training split it was given (None: the dataset could not be watched)
+    read_train: bool | None
+    #: the gradient canary hook's tally (white-box), else None
+    tally: Any = None
+    loaded: bool = False
+
+
+class _Trainer:
+    """Trains ``train`` for the audit, through the target cache, and checks what comes back.
+
+    Each training is one cache entry of kind :data:`RUN_KIND` holding the
+    weights and what the training did with the canaries (the gradient hook's
+    :class:`~..dp.gradient_canaries.InsertionTally`, whether ``train`` read
+    its training split), so a training loaded from the cache is checked like
+    a fresh one.  It is trained by ``train_own_model`` (uncached: its checks,
+    seeding and thread pinning); the key covers ``train_own_model``'s (the
+    source of ``train``'s package, ``sources``, the dataset, the config with
+    the hook's spec, the seed, torch) plus the hook's own source.
+    """
+
+    def __init__(self, train, build, wrap, cache, config: dict, sources=()) -> None:
         self.train, self.build, self.wrap, self.cache, self.config = train, build, wrap, cache, config
+        self.sources = tuple(sources)
         self.trainings = 0
         self.seconds_per_training: float | None = None
+        self._build_reads: bool | None = None
+
+    @property
+    def name(self) -> str:
+        return getattr(self.train, "__qualname__", repr(self.train))
 
     def module(self, dataset, seed: int, hook=None) -> torch.nn.Module:
-        from ..targets.own_model import train_own_model
+        return self.run(dataset, seed, hook).module
+
+    def run(self, dataset, seed: int, hook=None) -> Trained:
+        from ..cache.targets import content_hash
+        from ..dp.canaries import watch_train_reads
+        from ..dp.gradient_canaries import InsertionTally, check_insertions
+        from ..data.types import NLUDataset
+        from ..progress import events as progress
+        from ..targets import training
+        from ..targets.own_model import source_digest, train_own_model
 
         config = dict(self.config)
+        sources = list(self.sources)
         if hook is not None:
+            hook = hook.fresh()
             config["audit_hook"] = hook
+            sources.append(inspect.getfile(type(hook)))
+        label = f"dp audit {self.name} seed {seed}"
         start = time.perf_counter()
-        module = train_own_model(self.train, dataset, build=self.build, cache=self.cache, seed=seed,
-                                 name=f"dp audit {getattr(self.train, '__qualname__', 'train')} seed {seed}",
-                                 **config)
+
+        def fresh() -> Trained:
+            watched, reads = watch_train_reads(dataset) if isinstance(dataset, NLUDataset) else (dataset, None)
+            module = train_own_model(self.train, watched, build=self.build, cache=None, seed=seed, name=label,
+                                     **config)
+            read = None if reads is None or self.build_reads(dataset) else reads.read
+            return Trained(module, read, None if hook is None else hook.tally)
+
+        if self.cache is None:
+            trained = fresh()
+        else:
+            _check_json_config(self.train, config)
+            key = content_hash({"kind": RUN_KIND, "train": f"{getattr(self.train, '__module__', '?')}:{self.name}",
+                                "sources": source_digest({"train": self.train}, sources),
+                                "dataset": dataset.content_hash(), "config": config, "seed": seed,
+                                "device_type": "cpu", "torch": torch.__version__,
+                                "code_version": training.CODE_VERSION})
+
+            def save(trained: Trained, folder) -> dict:
+                facts = {"read_train": trained.read_train,
+                         "tally": None if trained.tally is None else trained.tally.to_json()}
+                record = {"kind": RUN_KIND, "code_version": training.CODE_VERSION, "content_hash": key,
+                          "seed": seed, "train": self.name, "facts": facts}
+                training.save_entry(folder, trained.module.state_dict(), record)
+                return {"kind": RUN_KIND, "seed": seed, "train": self.name}
+
+            def load(folder) -> Trained:
+                tensors, record = training.load_entry(folder, "cpu")
+                module = self.build(dataset)
+                try:
+                    facts = record["facts"]
+                    tally = None if facts["tally"] is None else InsertionTally.from_json(facts["tally"])
+                    if (tally is None) != (hook is None):
+                        raise ValueError("the entry's hook tally does not match the audit's hook")
+                    module.load_state_dict(tensors, strict=True)
+                except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+                    raise training.CorruptEntryError(f"cache entry {folder} is not a DP audit training: {exc}") \
+                        from exc
+                return Trained(module.eval(), facts["read_train"], tally, loaded=True)
+
+            with progress.target(label):
+                trained, _ = training.cached(self.cache, key, build=fresh, save=save, load=load, name=label,
+                                             progress_events=False)
+            if trained.loaded:
+                progress.emit(progress.DONE, label, source=progress.LOADED)
         spent = time.perf_counter() - start
         self.trainings += 1
         if self.seconds_per_training is None or spent > self.seconds_per_training:
             self.seconds_per_training = spent
-        weights = torch.cat([p.detach().reshape(-1).double().cpu() for p in module.parameters()])
-        require_finite(weights.numpy(), what=f"the weights train={getattr(self.train, '__qualname__', '?')} "
-                                             f"returned (seed {seed})",
+        if hook is not None:
+            check_insertions(trained.tally, train=repr(self.name), included=int(sum(hook["included"])))
+        weights = torch.cat([p.detach().reshape(-1).double().cpu() for p in trained.module.parameters()])
+        require_finite(weights.numpy(), what=f"the weights train={self.name} returned (seed {seed})",
                        fix="the training diverged: lower the learning rate, check the loss for NaN, and keep "
                            "per-sample clipping on")
-        return module
+        return trained
+
+    def build_reads(self, dataset) -> bool:
+        """Whether ``build(dataset)`` itself reads the training split (then a read seen while training proves
+        nothing about ``train``); checked once."""
+        if self._build_reads is None:
+            from ..dp.canaries import watch_train_reads
+
+            watched, reads = watch_train_reads(dataset)
+            self.build(watched)
+            self._build_reads = reads.read
+        return self._build_reads
 
     def black_scores(self, module, utterances) -> np.ndarray:
         if self.wrap is None:
@@ -175,6 +315,15 @@ class _Trainer:
         require_finite(scores, what="the model's loss on the audit canaries",
                        fix="check the model's weights and the scorer for NaN (a broken model cannot pass)")
         return -scores
+
+
+def _check_json_config(train, config: dict) -> None:
+    try:
+        json.dumps(config)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"the config of {getattr(train, '__qualname__', train)!r} must be plain JSON values "
+                        f"(numbers, strings, lists, dicts), got {config!r} ({exc}); it is part of the cache key") \
+            from exc
 
 
 def _takes_hook(train: Callable) -> bool:
@@ -206,11 +355,37 @@ def _check_seed_used(trainer: _Trainer, dataset, seed: int, first: torch.nn.Modu
     _refuse_same_weights(trainer, (seed, first), (seed + 1, trainer.module(dataset, seed + 1, hook)))
 
 
+def _check_data_used(trainer: _Trainer, trained: Trained, without, seed: int, what: str) -> None:
+    """Refuse a ``train`` whose model does not depend on the dataset it was given: the audit canaries are in
+    that dataset, so such a model never saw them and its audit passes any claim.
+
+    A training that read its training split passes at once (no cost).  One
+    whose reads could not be seen (no read noted, a ``build`` that reads the
+    split itself, a dataset that cannot be watched) is trained once more on
+    the data without the canaries, same seed: identical weights are refused.
+    Not caught: a ``train`` that reads the split but trains on other data
+    while its weights still change with the split (e.g. through a vocabulary).
+    """
+    if trained.read_train:
+        return
+    other = trainer.run(without, seed).module
+    if _same_weights(trained.module, other):
+        raise ValueError(f"train={trainer.name!r} ignores the dataset it is given: its weights are identical with "
+                         f"and without the {what} the audit added to the training split (seed {seed}), so the "
+                         "canaries never reached training and the audit would pass any claim; fix: train on "
+                         "dataset.train, the split passed as train's first argument, rather than on data loaded "
+                         "elsewhere (a loader that reads from disk)")
+
+
+def _same_weights(first: torch.nn.Module, other: torch.nn.Module) -> bool:
+    one, two = first.state_dict(), other.state_dict()
+    return one.keys() == two.keys() and all(torch.equal(one[k], two[k]) for k in one)
+
+
 def _refuse_same_weights(trainer: _Trainer, one: tuple[int, torch.nn.Module], two: tuple[int, torch.nn.Module]) -> None:
     """Two trainings of the same data under different seeds gave identical weights: the seed is ignored."""
     (seed, first), (other_seed, other) = one, two
-    same = all(torch.equal(a, b) for a, b in zip(first.state_dict().values(), other.state_dict().values()))
-    if same:
+    if _same_weights(first, other):
         raise ValueError(f"train={getattr(trainer.train, '__qualname__', trainer.train)!r} returned identical "
                          f"weights for seeds {seed} and {other_seed}: it ignores its seed (or reseeds torch with a "
                          "constant), so its DP noise is one fixed draw and no audit of it is sound; fix: seed every "
@@ -229,11 +404,14 @@ def _one_run(trainer: _Trainer, threat: str, dataset, epsilon: float, delta: flo
 
         audit = make_audit_canaries(dataset, canaries, seed=seed, kind=canary_kind)
         trained_on = with_canaries(dataset, audit)
-        module = trainer.module(trained_on, seed)
+        trained = trainer.run(trained_on, seed)
+        module = trained.module
+        _check_data_used(trainer, trained, dataset, seed, f"{int(np.sum(audit.included))} audit canaries")
         if check_seed:
             _check_seed_used(trainer, trained_on, seed, module)
         scores = trainer.black_scores(module, audit.utterances)
         included = audit.included
+        inserted = None
         describe = lambda i: f"{audit.utterances[i].text!r} -> {audit.utterances[i].intent}"  # noqa: E731
     else:
         from ..dp.gradient_canaries import DiracCanaryHook, dirac_scores, pick_coordinates
@@ -246,7 +424,9 @@ def _one_run(trainer: _Trainer, threat: str, dataset, epsilon: float, delta: flo
         coordinates = pick_coordinates(trainer.build(dataset), m, seed)
         included = draw_inclusion(m, seed)
         hook = DiracCanaryHook(coordinates, included, seed=seed)
-        module = trainer.module(dataset, seed, hook)
+        trained = trainer.run(dataset, seed, hook)
+        module = trained.module
+        inserted = trained.tally.describe()
         if check_seed:
             _check_seed_used(trainer, dataset, seed, module, hook)
         scores = dirac_scores(module, coordinates)
@@ -262,6 +442,8 @@ def _one_run(trainer: _Trainer, threat: str, dataset, epsilon: float, delta: flo
                          f"{bound.k_minus} out) of {len(scores)} canaries, {int(np.sum(included))} included",
               "guess counts": bound.threshold_rule,
               "canaries that gave it away": "; ".join(shown) if shown else "none"}
+    if inserted is not None:
+        detail["gradient canaries"] = inserted
     extra = {"epsilon_lcb_steinke": bound.epsilon_lcb_steinke,
              "epsilon_lcb_fdp_gaussian": bound.epsilon_lcb_fdp, "mu_lcb": bound.mu_lcb,
              "canaries": float(len(scores)), "one_run_ceiling": bound.ceiling}
@@ -292,9 +474,14 @@ def _distinguish(trainer: _Trainer, threat: str, dataset, delta: float, confiden
         with_data = dataset.with_train(dataset.train + (canary,), name=f"{dataset.name} + 1 audit canary")
         what = f"input canary {canary.text!r} -> {canary.intent}"
 
+        checked: list[int] = []
+
         def score(present: bool, run_seed: int) -> tuple[float, torch.nn.Module]:
-            module = trainer.module(with_data if present else dataset, run_seed)
-            return float(trainer.black_scores(module, [canary])[0]), module
+            trained = trainer.run(with_data if present else dataset, run_seed)
+            if present and not checked:  # the first run with the canary: does it reach training at all?
+                _check_data_used(trainer, trained, dataset, run_seed, "the audit canary")
+                checked.append(run_seed)
+            return float(trainer.black_scores(trained.module, [canary])[0]), trained.module
     else:
         from ..dp.gradient_canaries import DiracCanaryHook, dirac_scores, pick_coordinates
 
@@ -337,7 +524,7 @@ def audit_dp_training(train, dataset, epsilon: float, delta: float, *, build, wr
                       canaries: Any = None, canary_kind: str = "mislabelled",
                       threat_model: str = "auto", confidence: float = 0.95, runs: int = DEFAULT_RUNS,
                       time_budget_s: float | None = None, seed: int = 0, cache=None, config: dict | None = None,
-                      check_seed: bool = True) -> DPAuditRun:
+                      check_seed: bool = True, sources: Sequence[str | Path] = ()) -> DPAuditRun:
     """Run the audit (see the module docstring); returns every arm's bound, before any verdict."""
     _check_choice("method", method, METHODS)
     _check_choice("threat_model", threat_model, THREAT_MODELS)
@@ -353,7 +540,7 @@ def audit_dp_training(train, dataset, epsilon: float, delta: float, *, build, wr
     start = time.perf_counter()
     deadline = None if time_budget_s is None else start + float(time_budget_s)
     threats = _threat_models(threat_model, train, wrap)
-    trainer = _Trainer(train, build, wrap, cache, dict(config or {}))
+    trainer = _Trainer(train, build, wrap, cache, dict(config or {}), check_sources(sources))
     methods = ["one-run"] if method in ("auto", "one-run") else ["distinguish"]
     why = {"auto": "auto: one-run (one training per threat model, the f-DP bound of Mahloujifar et al. 2024)",
            "one-run": "one-run, as asked", "distinguish": "distinguish, as asked"}[method]
@@ -420,16 +607,18 @@ def measure_dp_training(train, dataset, epsilon: float, delta: float, *, build, 
                         threat_model: str = "auto", confidence: float = 0.95, runs: int = DEFAULT_RUNS,
                         time_budget_s: float | None = None, seed: int = 0, cache=None, config: dict | None = None,
                         check_seed: bool = True, name: str | None = None,
-                        allow_inconclusive: bool = False) -> LeakResult:
+                        allow_inconclusive: bool = False, sources: Sequence[str | Path] = ()) -> LeakResult:
     """Measure the ε lower bound the audit proves for ``train``'s (``epsilon``, ``delta``) claim; recorded,
     ``threshold=None`` (``extra["ratio"]``: ε_lcb / ε).  Arguments as :func:`assert_dp_training_holds`; an
-    audit cut short by ``time_budget_s`` is marked inconclusive in the evidence (never raised here)."""
+    audit cut short by ``time_budget_s`` is marked inconclusive in the evidence (never raised here).
+    ``sources``: files or modules whose source joins each training's cache key: name the DP code when it is
+    not in the package that defines ``train`` (else a warm cache reuses weights trained by the old code)."""
     epsilon, delta = check_epsilon(epsilon), check_delta(delta)
     label = default_label(train, epsilon, delta, name)
     run = audit_dp_training(train, dataset, epsilon, delta, build=build, wrap=wrap, method=method,
                             canaries=canaries, canary_kind=canary_kind, threat_model=threat_model,
                             confidence=confidence, runs=runs, time_budget_s=time_budget_s, seed=seed, cache=cache,
-                            config=config, check_seed=check_seed)
+                            config=config, check_seed=check_seed, sources=sources)
     result = dp_training_result(run, epsilon, delta, confidence, label=label, threshold=None)
     if not run.complete:
         from .inconclusive import mark_inconclusive

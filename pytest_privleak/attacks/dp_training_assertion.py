@@ -11,6 +11,8 @@ pass, unless ``allow_inconclusive=True``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ..results import LeakResult
@@ -27,7 +29,7 @@ def assert_dp_training_holds(train, dataset, epsilon: float, delta: float, *, bu
                              confidence: float = 0.95, runs: int = DEFAULT_RUNS, time_budget_s: float | None = None,
                              seed: int = 0, cache=None, config: dict | None = None, check_seed: bool = True,
                              name: str | None = None, allow_inconclusive: bool = False,
-                             tolerance: float | None = None) -> LeakResult:
+                             tolerance: float | None = None, sources: Sequence[str | Path] = ()) -> LeakResult:
     """Fail when the audit proves ε_lcb > ``epsilon`` for ``train(dataset, seed=..., **config)``.
 
     ``train``/``build`` follow ``train_own_model`` (trained once per content
@@ -43,7 +45,20 @@ def assert_dp_training_holds(train, dataset, epsilon: float, delta: float, *, bu
     (classifiers) or "new-token" (language models). ``check_seed``: train a
     second seed once to refuse a train function that ignores its seed.
     ``tolerance``: how far ε_lcb may grow over the stored baseline (the CI
-    gate), not this test's verdict. Returns the recorded result.
+    gate), not this test's verdict. ``sources``: files or modules (a package:
+    all its ``.py`` files) whose source joins each training's cache key.  A
+    cached training is reused while its key is unchanged, and the key sees
+    only the source of the package (or the lone module) that defines
+    ``train``: if the DP code (the noise, the clipping, the sampler, the
+    accountant) lives elsewhere, name it here, or a warm cache keeps
+    certifying the weights of the old code.
+
+    Refused with a ValueError rather than audited: a ``train`` taking
+    ``audit_hook`` whose gradient canaries did not reach every optimizer step
+    (the hook never called, or called with an optimizer whose step skips
+    ``clip_and_accumulate``, as Opacus ghost clipping does); a ``train`` whose
+    weights do not depend on the dataset it is given (so the black-box
+    canaries never reach training). Returns the recorded result.
     """
     __tracebackhide__ = True
     eps, delta = check_epsilon(epsilon), check_delta(delta)
@@ -55,7 +70,7 @@ def assert_dp_training_holds(train, dataset, epsilon: float, delta: float, *, bu
     run = audit_dp_training(train, dataset, eps, delta, build=build, wrap=wrap, method=method, canaries=canaries,
                             canary_kind=canary_kind, threat_model=threat_model, confidence=confidence, runs=runs,
                             time_budget_s=time_budget_s, seed=seed, cache=cache, config=config,
-                            check_seed=check_seed)
+                            check_seed=check_seed, sources=sources)
     result = dp_training_result(run, eps, delta, confidence, label=label, threshold=eps)
     result = dataclasses.replace(result, tolerance=None if tolerance is None else float(tolerance))
     covered, rest = coverage(run)

@@ -17,9 +17,16 @@ A canary that collides with the data (the same text, or for new-token
 canaries a "new" token that the data holds) would be trained on whether or
 not its coin says so: :func:`check_collisions` refuses it with
 :class:`CanaryCollisionError`.
+
+Canaries appended to the training split reach training only if ``train``
+reads that split: :func:`watch_train_reads` hands ``train`` a copy of the
+dataset whose training split notes any read of its records.
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
+import functools
 import random
 from dataclasses import dataclass
 
@@ -28,7 +35,8 @@ import numpy as np
 from ..data.types import NLUDataset, Utterance
 
 __all__ = ["AuditCanaries", "CanaryCollisionError", "mislabelled_canaries", "new_token_canaries",
-           "draw_inclusion", "check_collisions", "with_canaries", "make_audit_canaries", "KINDS"]
+           "draw_inclusion", "check_collisions", "with_canaries", "make_audit_canaries", "KINDS",
+           "watch_train_reads", "ReadTally"]
 
 #: The canary kinds ``make_audit_canaries`` builds.
 KINDS = ("mislabelled", "new-token")
@@ -178,3 +186,78 @@ def make_audit_canaries(dataset: NLUDataset, canaries, *, seed: int, kind: str =
         _check_count(len(made))
     check_collisions(dataset, made, new_tokens=kind == "new-token")
     return AuditCanaries(made, draw_inclusion(len(made), seed), kind, seed)
+
+
+@dataclass
+class ReadTally:
+    """Whether ``train`` read the records of the training split it was given (see :func:`watch_train_reads`)."""
+
+    read: bool = False
+    how: str = ""
+
+    def note(self, how: str) -> None:
+        if not self.read:
+            self.read, self.how = True, how
+
+
+def _noting(name: str):
+    plain = getattr(tuple, name)
+
+    @functools.wraps(plain)
+    def method(self, *args, **kwargs):
+        self._tally.note(name)
+        return plain(self, *args, **kwargs)
+    return method
+
+
+class _WatchedSplit(tuple):
+    """A tuple of records that notes (in its :class:`ReadTally`) any operation that reads them: iteration,
+    indexing, slicing, search, comparison, hashing, concatenation, copying and pickling (a copy or pickle comes
+    back as a plain tuple, so reads of it in another process count).  ``len`` is not a read."""
+
+    def __new__(cls, items, tally: ReadTally) -> "_WatchedSplit":
+        split = super().__new__(cls, items)
+        split._tally = tally
+        return split
+
+    def __radd__(self, other):
+        self._tally.note("__radd__")
+        return other + tuple(tuple.__iter__(self))
+
+    def __reduce_ex__(self, protocol):
+        self._tally.note("pickle or copy")
+        return tuple, (tuple(tuple.__iter__(self)),)
+
+    def __deepcopy__(self, memo):
+        self._tally.note("deepcopy")
+        return copy.deepcopy(tuple(tuple.__iter__(self)), memo)
+
+
+for _name in ("__iter__", "__getitem__", "__contains__", "index", "count", "__add__", "__mul__", "__rmul__",
+              "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__"):
+    setattr(_WatchedSplit, _name, _noting(_name))
+del _name
+
+
+def watch_train_reads(dataset: NLUDataset) -> tuple[NLUDataset, ReadTally]:
+    """A copy of ``dataset`` (same content hash) whose training split notes whether its records are read.
+
+    The black-box audit's canaries are appended to the training split, so a
+    ``train`` that never reads it (one that loads its own copy of the data)
+    trains without them and the audit of its model passes any claim.
+    The dataset's derived properties (``intents``, ``tag_set``,
+    ``vocabulary``, the content hash) are computed beforehand and do not count
+    as reads; ``len`` is not a read either.  What this does not catch: a
+    ``train`` that reads the split and then trains on other data, or reads it
+    only through a property computed beforehand (``vocabulary``).  Reads that
+    it cannot see (in a ``DataLoader`` worker process that indexes the
+    original tuple) make it report no read: the audit then compares weights
+    trained with and without the canaries before refusing anything.
+    """
+    tally = ReadTally()
+    watched = dataclasses.replace(dataset)
+    for name in dir(type(dataset)):
+        if isinstance(getattr(type(dataset), name, None), functools.cached_property):
+            watched.__dict__[name] = getattr(dataset, name)
+    object.__setattr__(watched, "train", _WatchedSplit(dataset.train, tally))
+    return watched, tally
