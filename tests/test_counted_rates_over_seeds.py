@@ -55,3 +55,28 @@ def test_counted_rate_with_no_success_in_any_seed_meets_a_zero_limit_on_the_coun
     agg = aggregate(members, SEEDS)
     assert agg.passed and agg.value == 0.0
     assert "0 of 7 trials over 7 seeds succeeded (no seed)" in agg.explain()
+
+
+def _keyword(hit: int):
+    from pytest_privleak.embeddings.keyword_assertion import _result
+    from pytest_privleak.embeddings.keywords import KeywordFigure, KeywordMeasurement
+
+    figure = KeywordFigure("hand", hit, 1, 0.5, (0.0, 1.0), "")
+    m = KeywordMeasurement("white-box", "svm", [figure], hit, 1, (0.0, 1.0), 0.95, 10)
+    return _result(object(), m, None, "kw", None)
+
+
+def _inversion(hit: int):
+    from pytest_privleak.embeddings.inversion import InversionMeasurement, SubAttackFigure
+    from pytest_privleak.embeddings.inversion_assertion import _results
+
+    figure = SubAttackFigure("digit", hit, hit, 1, 0.1, 0.5, (0.0, 1.0), (0.0, 1.0))
+    return _results(object(), InversionMeasurement("pin", [figure], [], 10, 1, 1, 0.95), with_top5=False,
+                    name="inv")[0]
+
+
+@pytest.mark.parametrize("build", [_keyword, _inversion], ids=["keyword_accuracy", "inversion_top1"])
+def test_embedding_rates_over_seeds_are_pooled_too(build):
+    agg = aggregate([_with_limit(build(h), 0.5) for h in HITS], SEEDS)
+    assert "Clopper-Pearson, pooled over 7 seeds (1/7)" in agg.evidence["over seeds"]
+    assert agg.value == pytest.approx(CP_UPPER_1_OF_7, abs=1e-4) and not agg.passed

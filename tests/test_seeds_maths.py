@@ -153,3 +153,19 @@ def test_gate_refuses_a_baseline_saved_with_another_k():
 def test_gate_alpha_must_be_a_level():
     with pytest.raises(ValueError, match="alpha=0.7"):
         compare(_report([1.0, 2.0]), _report([1.0, 2.0]), {}, "b.json", alpha=0.7)
+
+
+def test_a_t_interval_over_seeds_stays_within_the_figures_range():
+    # the sample report showed Mix And Match's rank over 7 seeds as -4.03 (interval -11.1 .. 57.4)
+    from pytest_privleak.attacks.over_seeds import aggregate
+    from pytest_privleak.results import LeakResult
+
+    ranks = [1, 1, 1, 1, 1, 1, 200]
+    members = [LeakResult("mix-and-match", "rank", float(r), threshold=10.0, direction="at_least", ceiling=584.0,
+                          label="towels") for r in ranks]
+    agg = aggregate(members, list(range(7)))
+    assert agg.value == 1.0 and agg.interval[0] == 1.0 and not agg.passed   # cut at rank 1, still a leak
+    near_top = [LeakResult("exposure", "exposure_bits", v, threshold=13.0, direction="at_most", ceiling=13.29,
+                           label="pin") for v in (13.29, 13.29, 13.29, 12.0, 13.29, 13.29, 13.29)]
+    top = aggregate(near_top, list(range(7)))
+    assert top.interval[1] == 13.29 and top.value == 13.29 and not top.passed

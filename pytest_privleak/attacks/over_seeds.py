@@ -114,11 +114,28 @@ def _counts(result: LeakResult) -> tuple[float, float] | None:
 
 
 def summarise(members: Sequence[LeakResult], confidence: float) -> OverSeeds:
-    """Pooled Clopper-Pearson when every member gives its rate as counts, else Student t."""
+    """Pooled Clopper-Pearson when every member gives its rate as counts, else Student t (within the range
+    the figure can take)."""
     counts = [_counts(r) for r in members]
     if all(c is not None for c in counts):
         return pooled_rate_summary([c[0] for c in counts], [c[1] for c in counts], confidence)
-    return t_summary([r.value for r in members], confidence)
+    return within_range(t_summary([r.value for r in members], confidence), members)
+
+
+def within_range(summary: OverSeeds, members: Sequence[LeakResult]) -> OverSeeds:
+    """``summary``'s interval and bounds cut to what the figure can take: a rank is at least 1, a figure no seed
+    took below 0 is read as non-negative, and none exceeds the members' common ceiling. A t interval ignores
+    the range: Mix And Match's rank over 7 seeds read -4.03 (interval -11.1 .. 57.4) in the sample report.
+    Verdicts do not change, except that a limit at the ceiling itself can no longer be exceeded."""
+    values = [r.value for r in members]
+    floor = 1.0 if members[0].metric == "rank" else 0.0 if all(v >= 0 for v in values) else -math.inf
+    ceilings = {r.ceiling for r in members}
+    ceiling = next(iter(ceilings)) if len(ceilings) == 1 and next(iter(ceilings)) is not None else math.inf
+    if not (math.isfinite(floor) or math.isfinite(ceiling)) or not math.isfinite(summary.mean):
+        return summary
+    cut = lambda v: min(max(v, floor), ceiling)  # noqa: E731
+    return replace(summary, interval=(cut(summary.interval[0]), cut(summary.interval[1])),
+                               lower=cut(summary.lower), upper=cut(summary.upper))
 
 
 def _violates(direction: str, value: float, threshold: float) -> bool:

@@ -52,6 +52,7 @@ def _results(encoder: Any, m: InversionMeasurement, *, with_top5: bool, name: st
     out, text = [], remedy()
     for f in m.figures:
         extra = {f"top5_{f.name}": f.top5, "top5_chance": f.chance5, **m.extra} if f.chance5 < 1 else dict(m.extra)
+        extra.update(successes=float(f.hits1), trials=float(f.n))   # counts: pooled over seeds (Clopper-Pearson)
         evidence = {**common, "recovered": f"{f.hits1} of {f.n} {f.name}s exactly (top-1), {f.hits5} in the top 5"
                     if f.chance5 < 1 else f"{f.hits1} of {f.n} nucleotides (victims x positions)"}
         out.append(LeakResult(attack=ATTACK, metric=f"top1_{f.name}", value=f.top1, threshold=None,
@@ -62,7 +63,8 @@ def _results(encoder: Any, m: InversionMeasurement, *, with_top5: bool, name: st
             out.append(LeakResult(attack=ATTACK, metric=f"top5_{f.name}", value=f.top5, threshold=None,
                                   direction="at_most", interval=f.interval5, confidence=m.confidence,
                                   chance=f.chance5, ceiling=1.0, label=label, evidence=evidence,
-                                  extra={f"top1_{f.name}": f.top1}, remedy=text, target=facts))
+                                  extra={f"top1_{f.name}": f.top1, "successes": float(f.hits5),
+                                         "trials": float(f.n)}, remedy=text, target=facts))
     return out
 
 

@@ -66,6 +66,7 @@ def _result(encoder: Any, m: KeywordMeasurement, threshold: float | None, name: 
                 "test sets": f"balanced, {m.n} victim embeddings in all"}
     extra = {f"accuracy_{f.keyword}": f.accuracy for f in m.figures}
     extra["worst_keyword_accuracy"] = max(f.accuracy for f in m.figures)
+    extra.update(successes=float(m.hits), trials=float(m.n))   # counts: pooled over seeds (Clopper-Pearson)
     # threshold-free companion of the argmax accuracy: how well the keyword score ranks the victims
     extra["mean_auc"] = float(np.mean([f.auc for f in m.figures]))
     if m.epoch_accuracies:
