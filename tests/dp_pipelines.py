@@ -294,3 +294,12 @@ def train_reading_unseen(dataset: NLUDataset, seed: int, **config) -> HashedBagC
     split = dataset.train
     records = [tuple.__getitem__(split, i) for i in range(len(split))]
     return train(NLUDataset(tuple(records), (), (), name=dataset.name), seed=seed, **config)
+
+
+def train_calling_hook_twice(dataset: NLUDataset, seed: int, audit_hook=None, **config) -> HashedBagClassifier:
+    """Calls ``audit_hook`` twice on the same optimizer: every canary would go in twice as often as sampled."""
+    def twice(optimizer, sample_rate):
+        audit_hook(optimizer, sample_rate=sample_rate)
+        audit_hook(optimizer, sample_rate=sample_rate)
+
+    return train(dataset, seed=seed, audit_hook=None if audit_hook is None else twice, **config)

@@ -178,3 +178,30 @@ def test_sources_takes_modules_and_packages():
     assert check_sources([canaries]) == (canaries.__file__,)
     files = check_sources(package)
     assert canaries.__file__ in files and all(f.endswith(".py") for f in files)
+
+
+def test_hook_counts_steps_under_an_lr_scheduler_made_after_it(data):
+    # torch's LR scheduler rewraps optimizer.step (reading step.__func__): the hook's wrappers must survive it
+    import torch
+    from opacus import PrivacyEngine
+
+    from pytest_privleak.dp.gradient_canaries import DiracCanaryHook
+
+    ids, mask, labels = P.encode(data.train[:100], data.intents)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(ids, mask, labels), batch_size=20)
+    model = P.build(data)
+    model, optimizer, loader = PrivacyEngine().make_private(
+        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=1.0), data_loader=loader,
+        noise_multiplier=1.0, max_grad_norm=1.0)
+    hook = DiracCanaryHook([3, 50, 70], [1, 1, 0], seed=0)
+    hook(optimizer, sample_rate=0.2)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=2)
+    steps = 0
+    for x, m, y in loader:
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x, m), y).backward()
+        optimizer.step()
+        scheduler.step()
+        steps += 1
+    assert hook.tally.steps == hook.tally.insertion_steps == steps > 0
+    check_insertions(hook.tally, train="'t'", included=2)
