@@ -127,3 +127,18 @@ def test_time_budget_without_references_to_train_is_refused():
                         False, 0)
     with pytest.raises(ValueError, match=r"with references=ReferenceSet nothing is trained"):
         membership_inference(Returns(1.0), MEMBERS, NON_MEMBERS[:3], references=refs, time_budget_s=60)
+
+
+def test_online_references_train_on_as_many_records_as_the_target():
+    # references on 3x the target's records fitted even unseen records and made RMIA the loss attack
+    from pytest_privleak.attacks import membership_references as refs
+
+    data = generate_snips_like(n_train=40, n_valid=10, n_test=10, seed=0)
+    n = len(dict.fromkeys(data.train))
+    recipe = TargetRecipe(data, kind="lstm-lm")
+    candidates = [utt(i) for i in range(2 * n + 1)]
+    with pytest.raises(ValueError, match=rf"online references train on halves of twice the target's training set "
+                                         rf"\({2 * n} records\), but {2 * n + 1} members \+ non-members.*online=False"):
+        train_references(recipe, candidates, [utt(5000 + i) for i in range(50)], k=2, online=True)
+    pool = refs._online_pool(tuple(candidates[:10]), tuple(utt(5000 + i) for i in range(200)), n)
+    assert len(pool) == 2 * n and pool[:10] == tuple(candidates[:10])   # topped up from the population

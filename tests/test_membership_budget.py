@@ -69,7 +69,7 @@ class FakeRecipe(TargetRecipe):
 @pytest.fixture
 def recipe(monkeypatch):
     """A fresh fake recipe (10 s a reference) whose clock is the one train_references reads."""
-    data = generate_snips_like(n_train=10, n_valid=10, n_test=10, seed=0)
+    data = generate_snips_like(n_train=30, n_valid=10, n_test=10, seed=0)   # online: up to 2 x 30 candidates
     made = FakeRecipe(data, kind="lstm-lm")
     monkeypatch.setattr(membership_references, "time", SimpleNamespace(perf_counter=made.clock.perf_counter))
     return made
