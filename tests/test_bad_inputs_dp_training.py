@@ -48,3 +48,9 @@ def test_sources_naming_a_module_without_a_file(data):
 def test_hook_called_twice_is_refused(data):
     with pytest.raises(ValueError, match=r"called audit_hook 2 times in one training.*fix: call audit_hook"):
         _measure(data, train=P.train_calling_hook_twice)
+
+
+def test_allow_inconclusive_must_be_a_bool(data):
+    # old: allow_inconclusive="no" was recorded as accepted
+    with pytest.raises(ValueError, match=r"allow_inconclusive must be True or False, got 'no'"):
+        _measure(data, allow_inconclusive="no")

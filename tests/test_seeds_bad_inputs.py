@@ -47,3 +47,10 @@ def test_models_over_different_seeds_in_one_call():
     with pytest.raises(ValueError, match="must share their seeds"):
         assertions.measure_membership(SeedModels([Scorer(), Scorer()], [0, 1]), ["a", "b"], ["c", "d"],
                                       reference=SeedModels([Scorer(), Scorer()], [5, 6]))
+
+
+@pytest.mark.parametrize("bad", [[0.5, 1.5], [True, False], "01", 3, [0, float("nan")]])
+def test_seed_models_refuse_seeds_that_are_not_integers(bad):
+    # old: [0.5, 1.5] became (0, 1) and "01" became (0, 1) without a word; 3 was a bare "not iterable"
+    with pytest.raises(TypeError, match=r"SeedModels seeds= must be a list of integer training seeds.*fix"):
+        SeedModels([object(), object()], bad)

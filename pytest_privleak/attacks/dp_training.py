@@ -613,7 +613,10 @@ def measure_dp_training(train, dataset, epsilon: float, delta: float, *, build, 
     audit cut short by ``time_budget_s`` is marked inconclusive in the evidence (never raised here).
     ``sources``: files or modules whose source joins each training's cache key: name the DP code when it is
     not in the package that defines ``train`` (else a warm cache reuses weights trained by the old code)."""
+    from .inconclusive import check_allow_inconclusive, mark_inconclusive
+
     epsilon, delta = check_epsilon(epsilon), check_delta(delta)
+    allowed = check_allow_inconclusive(allow_inconclusive)   # "no" was recorded as accepted
     label = default_label(train, epsilon, delta, name)
     run = audit_dp_training(train, dataset, epsilon, delta, build=build, wrap=wrap, method=method,
                             canaries=canaries, canary_kind=canary_kind, threat_model=threat_model,
@@ -621,10 +624,8 @@ def measure_dp_training(train, dataset, epsilon: float, delta: float, *, build, 
                             config=config, check_seed=check_seed, sources=sources)
     result = dp_training_result(run, epsilon, delta, confidence, label=label, threshold=None)
     if not run.complete:
-        from .inconclusive import mark_inconclusive
-
         covered, rest = coverage(run)
-        result = mark_inconclusive(result, covered=covered, rest=rest, allowed=bool(allow_inconclusive))
+        result = mark_inconclusive(result, covered=covered, rest=rest, allowed=allowed)
     return record(result)
 
 

@@ -22,6 +22,7 @@ from .exposure_assertion import target_facts
 from .remedies import UNKNOWN, remedy, remedy_for
 from .membership import (DEFAULT_EXPOSED, DEFAULT_FPRS, MembershipMeasurement, RocPoint, check_fpr,
                          membership_inference)
+from .inconclusive import check_allow_inconclusive
 from .membership_methods import check_budget_applies
 from .membership_rmia import DEFAULT_GAMMA
 
@@ -212,10 +213,30 @@ def _need_non_members(non_members: Any, fpr: float, argument: str) -> None:
                          f"non_members or a larger fpr= (e.g. fpr={max(0.01, 1 / max(len(non_members), 1)):g})")
 
 
+def _coverage(result: LeakResult) -> tuple[bool, str, str]:
+    """Whether the references asked for all ran (a time budget may cut them short), what ran and the rest."""
+    ran, asked = result.extra.get("n_references"), result.extra.get("k_requested")
+    if ran is None or asked is None or ran >= asked:
+        return True, "", ""
+    return (False, f"{int(ran)} of k={int(asked)} reference models trained within time_budget_s (fewer references "
+                   "make a weaker attack)",
+            f"a larger time_budget_s or time_budget_s=None (trained references are cached, so a later run goes on "
+            f"from reference {int(ran) + 1})")
+
+
 def _gate(measured: list[LeakResult], threshold: float | None, tpr_limit: float | None,
-          tolerance: float | None) -> LeakResult:
+          tolerance: float | None, allow_inconclusive: bool = False) -> LeakResult:
+    """Record both results and raise for the gated one: a leak, or a pass with fewer references than asked
+    (inconclusive, as every budgeted audit of the plugin, unless ``allow_inconclusive``)."""
     __tracebackhide__ = True
-    from ..assertions import check
+    from .inconclusive import check_covered
+
+    complete, covered, rest = _coverage(measured[0])
+
+    def check(result: LeakResult) -> LeakResult:
+        __tracebackhide__ = True
+        return check_covered(result, complete=complete, covered=covered, rest=rest,
+                             allow_inconclusive=allow_inconclusive)
 
     auc = dataclasses.replace(measured[0], threshold=threshold, tolerance=tolerance)
     if tpr_limit is None:
@@ -239,7 +260,7 @@ def assert_membership_auc_at_most(scorer: Any, members: Sequence[Any], non_membe
                                   gamma: float = DEFAULT_GAMMA, offline_a: float | str = "auto",
                                   variance: str = "auto", lira_statistic: str = "logit", seed: int = 0,
                                   exposed: int = DEFAULT_EXPOSED, redact: bool = False,
-                                  time_budget_s: float | None = None) -> LeakResult:
+                                  time_budget_s: float | None = None, allow_inconclusive: bool = False) -> LeakResult:
     """Fail when the membership attack tells members from non-members with ROC AUC above ``max_auc``.
 
     AUC chance is 0.5; the verdict compares the point AUC with ``max_auc`` and
@@ -255,6 +276,7 @@ def assert_membership_auc_at_most(scorer: Any, members: Sequence[Any], non_membe
     tpr_limit = None if max_tpr_at_fpr is None else _check_limit(max_tpr_at_fpr, "max_tpr_at_fpr")
     fpr = check_fpr(fpr)
     tolerance = _check_tolerance(tolerance)
+    allowed = check_allow_inconclusive(allow_inconclusive)
     fprs = tuple(dict.fromkeys((*DEFAULT_FPRS, fpr)))
     if tpr_limit is not None:
         _need_non_members(non_members, fpr, "max_tpr_at_fpr")
@@ -263,7 +285,7 @@ def assert_membership_auc_at_most(scorer: Any, members: Sequence[Any], non_membe
     measured = measured_membership(scorer, members, non_members, reference=reference, name=name,
                                    confidence=confidence, fprs=fprs, tpr_fpr=None if tpr_limit is None else fpr,
                                    options=options)
-    return _gate(measured, threshold, tpr_limit, tolerance)
+    return _gate(measured, threshold, tpr_limit, tolerance, allowed)
 
 
 assert_membership_auc_at_most.__doc__ += _OPTIONS_DOC
@@ -276,7 +298,8 @@ def assert_membership_tpr_at_most(scorer: Any, members: Sequence[Any], non_membe
                                   online: bool = False, gamma: float = DEFAULT_GAMMA,
                                   offline_a: float | str = "auto", variance: str = "auto",
                                   lira_statistic: str = "logit", seed: int = 0, exposed: int = DEFAULT_EXPOSED,
-                                  redact: bool = False, time_budget_s: float | None = None) -> LeakResult:
+                                  redact: bool = False, time_budget_s: float | None = None,
+                                  allow_inconclusive: bool = False) -> LeakResult:
     """Fail when the attack's TPR at ``fpr`` (default 0.1 %) exceeds ``max_tpr``.
 
     Carlini et al. 2022 §III: membership inference matters at low FPR, where
@@ -290,13 +313,14 @@ def assert_membership_tpr_at_most(scorer: Any, members: Sequence[Any], non_membe
     tpr_limit = _check_limit(max_tpr, "max_tpr")
     fpr = check_fpr(fpr)
     tolerance = _check_tolerance(tolerance)
+    allowed = check_allow_inconclusive(allow_inconclusive)
     _need_non_members(non_members, fpr, "assert_membership_tpr_at_most")
     options = _options(method, references, population, k, online, gamma, offline_a, variance, lira_statistic,
                        seed, exposed, redact, time_budget_s)
     measured = measured_membership(scorer, members, non_members, reference=reference, name=name,
                                    confidence=confidence, fprs=tuple(dict.fromkeys((*DEFAULT_FPRS, fpr))),
                                    tpr_fpr=fpr, options=options)
-    return _gate(measured, None, tpr_limit, tolerance)
+    return _gate(measured, None, tpr_limit, tolerance, allowed)
 
 
 assert_membership_tpr_at_most.__doc__ += _OPTIONS_DOC

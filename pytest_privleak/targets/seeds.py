@@ -62,6 +62,10 @@ class SeedModels(Sequence):
     """
 
     def __init__(self, models: Sequence[Any], seeds: Sequence[int], name: str = "") -> None:
+        if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or not all(
+                isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+            raise TypeError(f"SeedModels seeds= must be a list of integer training seeds, one per model, got "
+                            f"{seeds!r}; fix: e.g. seeds=[0, 1, 2]")
         models, seeds = list(models), [int(s) for s in seeds]
         if not models:
             raise ValueError("SeedModels needs at least one model; fix: train with seeds=k, k >= 1")
