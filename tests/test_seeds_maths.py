@@ -169,3 +169,9 @@ def test_a_t_interval_over_seeds_stays_within_the_figures_range():
                            label="pin") for v in (13.29, 13.29, 13.29, 12.0, 13.29, 13.29, 13.29)]
     top = aggregate(near_top, list(range(7)))
     assert top.interval[1] == 13.29 and top.value == 13.29 and not top.passed
+
+
+def test_an_infinite_seed_figure_cannot_be_compared_over_seeds():
+    # old: inf on both sides read as "no spread", the means were equal and every other seed could move freely
+    invalid = compare(_report([float("inf"), 9.0, 9.0]), _report([float("inf"), 1.0, 1.0]), {}, "b.json")
+    assert not invalid["passed"] and "infinite or NaN" in invalid["invalid"][0]["reason"]

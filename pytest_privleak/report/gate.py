@@ -203,6 +203,10 @@ def _tolerance_notes(key: str, result: dict[str, Any], tol: float, source: str,
 def _seed_mismatch(old: dict[str, Any], new: dict[str, Any]) -> str | None:
     k_old, k_new = seed_count(old), seed_count(new)
     if k_old == k_new:
+        if k_old > 1 and not all(math.isfinite(figure(v)) for v in (*old["per_seed"], *new["per_seed"])):
+            # an infinite seed on both sides made the means equal, so any move of the other seeds passed
+            return ("a per-seed figure is infinite or NaN, so no test over seeds can compare the two sets; check "
+                    "what the model or scorer returned, or gate this figure with one seed (--privleak-seeds 1)")
         return None
     return (f"the baseline was saved with {k_old} training seed(s) (k={k_old}) and this run measured {k_new} "
             f"(k={k_new}), so their figures are different statistics; fix: run with --privleak-seeds {k_old} (or "
