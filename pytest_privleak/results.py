@@ -33,6 +33,11 @@ def _fmt(x: float | None) -> str:
     return f"{x:.4g}" if ax >= 100 else f"{x:.3f}"
 
 
+# extras that count things (seeds, references, trials): printed as integers, not "7.000"
+_COUNT_EXTRAS = frozenset({"seeds", "worst_seed", "n_references", "k_requested", "successes", "trials",
+                           "extracted", "canaries", "items"})
+
+
 @dataclass
 class LeakResult:
     """One privacy figure, its uncertainty, what it is compared with, and why.
@@ -128,7 +133,8 @@ class LeakResult:
         if self.ceiling is not None:
             lines.append(f"  ceiling    : {_fmt(self.ceiling)} (largest value this measurement can show)")
         for key, val in self.extra.items():
-            lines.append(f"  {key:<11}: {_fmt(val)}")
+            shown = f"{int(val)}" if key in _COUNT_EXTRAS and float(val).is_integer() else _fmt(val)
+            lines.append(f"  {key:<11}: {shown}")
         for key, val in self.evidence.items():
             lines.append(f"  {key:<11}: {val}")
         if self.remedy and not self.passed:
