@@ -80,3 +80,34 @@ def test_embedding_rates_over_seeds_are_pooled_too(build):
     agg = aggregate([_with_limit(build(h), 0.5) for h in HITS], SEEDS)
     assert "Clopper-Pearson, pooled over 7 seeds (1/7)" in agg.evidence["over seeds"]
     assert agg.value == pytest.approx(CP_UPPER_1_OF_7, abs=1e-4) and not agg.passed
+
+
+def test_membership_tpr_over_seeds_is_pooled_too():
+    # seed 6 gives one member the lowest loss of all: 1 of 10 members found at 1 % FPR, 0 in the other seeds
+    import numpy as np
+
+    from pytest_privleak.attacks.membership import membership_inference
+    from pytest_privleak.attacks.membership_assertion import _auc_result, _tpr_result
+    from pytest_privleak.data.types import Utterance
+
+    class Table:
+        def __init__(self, losses):
+            self.losses = losses
+
+        def score(self, utterances):
+            return np.array([self.losses[u] for u in utterances])
+
+    members = [Utterance((f"m{i}",), ("O",), "x") for i in range(10)]
+    non_members = [Utterance((f"n{i}",), ("O",), "x") for i in range(100)]
+    results = []
+    for hit in HITS:
+        losses = {u: 5.0 + i / 100 for i, u in enumerate(non_members)}
+        losses.update({u: 9.0 for u in members})
+        if hit:
+            losses[members[0]] = 0.0
+        scorer = Table(losses)
+        m = membership_inference(scorer, members, non_members, method="loss")
+        results.append(_with_limit(_tpr_result(_auc_result(scorer, m, None, "t", None), m, 0.01), 0.5))
+    assert [r.extra["successes"] for r in results] == [0, 0, 0, 0, 0, 0, 1]
+    agg = aggregate(results, SEEDS)
+    assert "Clopper-Pearson, pooled over 7 seeds (1/70)" in agg.evidence["over seeds"]

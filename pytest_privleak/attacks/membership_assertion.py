@@ -118,7 +118,10 @@ def _tpr_result(auc: LeakResult, m: MembershipMeasurement, fpr: float) -> LeakRe
     return LeakResult(attack="membership", metric=f"tpr_at_fpr_{fpr:g}", value=p.tpr, threshold=None,
                       direction="at_most", interval=p.interval, confidence=m.confidence, chance=fpr, ceiling=1.0,
                       label=auc.label, evidence={**auc.evidence, "rule": rule},
-                      extra={"auc": m.auc, "achieved_fpr": p.achieved_fpr}, remedy=auc.remedy, target=auc.target)
+                      extra={"auc": m.auc, "achieved_fpr": p.achieved_fpr,
+                             # the members called members, of all members: pooled over seeds by Clopper-Pearson
+                             "successes": float(round(p.tpr * m.n_members)), "trials": float(m.n_members)},
+                      remedy=auc.remedy, target=auc.target)
 
 
 def _options(method: str, references: Any, population: Any, k: int, online: bool, gamma: float,
