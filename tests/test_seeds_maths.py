@@ -175,3 +175,21 @@ def test_an_infinite_seed_figure_cannot_be_compared_over_seeds():
     # old: inf on both sides read as "no spread", the means were equal and every other seed could move freely
     invalid = compare(_report([float("inf"), 9.0, 9.0]), _report([float("inf"), 1.0, 1.0]), {}, "b.json")
     assert not invalid["passed"] and "infinite or NaN" in invalid["invalid"][0]["reason"]
+
+
+def test_a_tpr_at_a_low_fpr_has_a_tolerance_of_the_order_of_the_fpr():
+    # old: "tpr" never matched "tpr_at_fpr_0.01", so the fallback 0.05 let TPR at 1 % FPR go from 0.010 to
+    # 0.054 on every seed (5x chance) and pass under "Welch and beyond the tolerance"
+    from pytest_privleak.report.gate import configured_tolerance
+
+    assert configured_tolerance("membership", "tpr_at_fpr_0.01", {}) == (0.01, "built-in default")
+    assert configured_tolerance("membership", "tpr_at_fpr_0.001", {}) == (0.01, "built-in default")
+    assert configured_tolerance("membership", "tpr_at_fpr_0.05", {}) == (0.05, "built-in default")
+    assert configured_tolerance("membership", "tpr_at_fpr_0.01", {"tpr_at_fpr_0.01": 0.2}) == (0.2, "ini")
+    base = [0.010, 0.012, 0.008, 0.011, 0.009, 0.013, 0.010]
+    run = [0.052, 0.058, 0.049, 0.055, 0.060, 0.051, 0.054]
+    old, new = _report(base, tolerance=0.01), _report(run, tolerance=0.01)
+    for r in (old, new):
+        r["tests"][0]["results"][0].update(attack="membership", metric="tpr_at_fpr_0.01",
+                                           key="t.py::t::membership.tpr_at_fpr_0.01")
+    assert len(compare(new, old, {}, "b.json")["regressions"]) == 1
