@@ -111,3 +111,20 @@ def test_membership_tpr_over_seeds_is_pooled_too():
     assert [r.extra["successes"] for r in results] == [0, 0, 0, 0, 0, 0, 1]
     agg = aggregate(results, SEEDS)
     assert "Clopper-Pearson, pooled over 7 seeds (1/70)" in agg.evidence["over seeds"]
+
+
+def test_seeds_that_disagree_widen_the_pooled_bound_to_the_t_bound():
+    # six seeds extract 0 of 100 canaries, one 50 of 100: pooled Clopper-Pearson alone gave 0.090 and passed
+    # a limit of 0.1; the seeds disagree (chi-square homogeneity p << 0.05), so the t bound 0.21 applies
+    from pytest_privleak.attacks.over_seeds import seeds_disagree
+    from pytest_privleak.results import LeakResult
+
+    def rate(hits):
+        return LeakResult("extraction", "extraction_rate", hits / 100, threshold=0.1, direction="at_most",
+                          ceiling=1.0, extra={"successes": float(hits), "trials": 100.0}, label="pins")
+
+    agg = aggregate([rate(h) for h in (0, 0, 0, 0, 0, 0, 50)], SEEDS)
+    assert not agg.passed and agg.value == pytest.approx(0.2103, abs=1e-3)
+    assert "widened to the Student t interval" in agg.evidence["over seeds"]
+    assert seeds_disagree([(0, 100)] * 6 + [(50, 100)])
+    assert not seeds_disagree([(1, 10), (2, 10)]) and not seeds_disagree([(0, 10)] * 3)

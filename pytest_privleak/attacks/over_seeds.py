@@ -118,8 +118,39 @@ def summarise(members: Sequence[LeakResult], confidence: float) -> OverSeeds:
     the figure can take)."""
     counts = [_counts(r) for r in members]
     if all(c is not None for c in counts):
-        return pooled_rate_summary([c[0] for c in counts], [c[1] for c in counts], confidence)
+        pooled = pooled_rate_summary([c[0] for c in counts], [c[1] for c in counts], confidence)
+        if not seeds_disagree(counts):
+            return pooled
+        return _wider_of(pooled, within_range(t_summary([r.value for r in members], confidence), members))
     return within_range(t_summary([r.value for r in members], confidence), members)
+
+
+def seeds_disagree(counts: Sequence[tuple[float, float]], alpha: float = 0.05) -> bool:
+    """Whether the seeds' success rates differ more than their trials explain: Pearson's chi-square test of
+    homogeneity on the seeds x (successes, failures) table rejects at ``alpha``. Pooling assumes one rate."""
+    from scipy.stats import chi2_contingency
+
+    hits = [c[0] for c in counts]
+    misses = [c[1] - c[0] for c in counts]
+    if sum(hits) == 0 or sum(misses) == 0:
+        return False
+    return float(chi2_contingency([hits, misses], correction=False).pvalue) < alpha
+
+
+def _wider_of(pooled: OverSeeds, by_seed: OverSeeds) -> OverSeeds:
+    """The pooled Clopper-Pearson summary, widened to the t interval over the per-seed rates where that is
+    wider; used when :func:`seeds_disagree`. Pooling treats every trial of every seed as independent; when the
+    seeds disagree (six extract no canary, one extracts 50 of 100) the seeds are the unit of variation, and the
+    pooled bound alone (0.090) passed a limit of 0.1 that the t bound (0.21) failed."""
+    if not all(math.isfinite(v) for v in (by_seed.lower, by_seed.upper)):
+        return pooled
+    lower, upper = min(pooled.lower, by_seed.lower), max(pooled.upper, by_seed.upper)
+    if (lower, upper) == (pooled.lower, pooled.upper):
+        return pooled
+    interval = (min(pooled.interval[0], by_seed.interval[0]), max(pooled.interval[1], by_seed.interval[1]))
+    return replace(pooled, interval=interval, lower=lower, upper=upper,
+                   method=f"{pooled.method}, widened to the Student t interval over the {len(pooled.values)} "
+                          "seeds' rates, which is wider (the seeds disagree more than their trials)")
 
 
 def within_range(summary: OverSeeds, members: Sequence[LeakResult]) -> OverSeeds:
