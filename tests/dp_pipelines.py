@@ -288,6 +288,53 @@ def train_own_data(dataset: NLUDataset, seed: int, **config) -> HashedBagClassif
     return train(_data_on_disk(), seed=seed, **config)
 
 
+def train_logging_then_own_data(dataset: NLUDataset, seed: int, **config) -> HashedBagClassifier:
+    """Reads one record of the dataset it is given (a log line), then trains on its own copy of the data."""
+    print(f"first record: {dataset.train[0]}")
+    return train(_data_on_disk(), seed=seed, **config)
+
+
+def train_capped(dataset: NLUDataset, seed: int, **config) -> HashedBagClassifier:
+    """Trains on the first 300 records of the split only: the audit's canaries, appended after them, are cut."""
+    return train(NLUDataset(tuple(dataset.train[:300]), (), (), name=dataset.name), seed=seed, **config)
+
+
+def train_virtual_steps(dataset: NLUDataset, seed: int, epsilon: float = 2.0, delta: float = 1e-5, epochs: int = 4,
+                        batch_size: int = 64, lr: float = 8.0, max_grad_norm: float = 1.0, physical: int = 8,
+                        audit_hook=None) -> HashedBagClassifier:
+    """A correct pipeline as Opacus's tutorials write it for large batches: BatchMemoryManager splits each Poisson
+    batch into physical batches of at most ``physical``, with one noisy step per logical batch."""
+    from opacus import PrivacyEngine
+    from opacus.utils.batch_memory_manager import BatchMemoryManager
+    from torch.utils.data import DataLoader, TensorDataset
+
+    torch.manual_seed(seed)
+    ids, mask, labels = encode(dataset.train, dataset.intents)
+    model = build(dataset)
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    sample_rate = batch_size / len(labels)
+    steps = max(1, round(epochs / sample_rate))
+    loader = DataLoader(TensorDataset(ids, mask, labels), batch_size=batch_size, shuffle=True)
+    engine = PrivacyEngine(accountant="rdp")
+    model, optimizer, loader = engine.make_private(
+        module=model, optimizer=optimizer, data_loader=loader, max_grad_norm=max_grad_norm, poisson_sampling=True,
+        noise_multiplier=_noise_multiplier(epsilon, delta, sample_rate, steps))
+    if audit_hook is not None:
+        audit_hook(optimizer, sample_rate=sample_rate)
+    loss_fn = nn.CrossEntropyLoss()
+    done = 0
+    while done < steps:
+        with BatchMemoryManager(data_loader=loader, max_physical_batch_size=physical, optimizer=optimizer) as batches:
+            for x, m, y in batches:
+                optimizer.zero_grad()
+                loss_fn(model(x, m), y).backward()
+                optimizer.step()
+                done += not optimizer._is_last_step_skipped
+                if done >= steps:
+                    break
+    return model._module
+
+
 def train_reading_unseen(dataset: NLUDataset, seed: int, **config) -> HashedBagClassifier:
     """Trains on the dataset it is given, but reads its records in a way the audit's read check cannot see
     (``tuple.__getitem__``, as code in another process would): the audit must fall back to comparing weights."""

@@ -126,10 +126,20 @@ def test_train_ignoring_its_dataset_is_refused_by_the_distinguishing_audit(data)
                config={**NOISE_OFF, "epochs": 1})
 
 
-def test_a_train_that_reads_its_data_costs_no_extra_training(data, tmp_path):
+@pytest.mark.parametrize("train", [P.train_logging_then_own_data, P.train_capped])
+def test_reading_the_split_is_not_training_on_its_canaries(data, train):
+    # review 6b N1: both read dataset.train, so the read check let them skip the weight comparison and pass
+    # a claim of 1 without any DP
+    with pytest.raises(ValueError, match=r"ignores the dataset it is given.*identical with and without"):
+        _audit(train, data, threat_model="black-box", wrap=P.Scorer)
+
+
+def test_a_correct_train_is_compared_once_and_cached(data, tmp_path):
     cache = TargetCache(tmp_path / "targets")
     _audit(P.train, data, threat_model="black-box", wrap=P.Scorer, config=CORRECT, cache=cache)
-    assert len(_entries(tmp_path / "targets")) == 1
+    assert len(_entries(tmp_path / "targets")) == 2  # with and without the canaries
+    _audit(P.train, data, threat_model="black-box", wrap=P.Scorer, config=CORRECT, cache=cache)
+    assert len(_entries(tmp_path / "targets")) == 2
 
 
 def test_reads_the_check_cannot_see_fall_back_to_comparing_weights(data, tmp_path):
@@ -205,3 +215,12 @@ def test_hook_counts_steps_under_an_lr_scheduler_made_after_it(data):
         steps += 1
     assert hook.tally.steps == hook.tally.insertion_steps == steps > 0
     check_insertions(hook.tally, train="'t'", included=2)
+
+
+def test_virtual_steps_insert_the_canaries_once_per_logical_batch(data):
+    # review 6b N2: inserted at every physical batch of BatchMemoryManager, a correct eps=2 pipeline read
+    # eps_lcb 4.8 and failed; physical batches of 8 and of 64 (no split) must read the same
+    figures = [_audit(P.train_virtual_steps, data, config={"epsilon": EPS, "delta": 1e-5, "physical": size})
+               for size in (64, 8)]
+    assert figures[0].value == figures[1].value < EPS
+    assert figures[1].evidence["gradient canaries"] == figures[0].evidence["gradient canaries"]

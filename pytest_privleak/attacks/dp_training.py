@@ -356,18 +356,17 @@ def _check_seed_used(trainer: _Trainer, dataset, seed: int, first: torch.nn.Modu
 
 
 def _check_data_used(trainer: _Trainer, trained: Trained, without, seed: int, what: str) -> None:
-    """Refuse a ``train`` whose model does not depend on the dataset it was given: the audit canaries are in
-    that dataset, so such a model never saw them and its audit passes any claim.
+    """Refuse a ``train`` whose model does not depend on the canaries in the dataset it was given: such a
+    model never saw them and its audit passes any claim.
 
-    A training that read its training split passes at once (no cost).  One
-    whose reads could not be seen (no read noted, a ``build`` that reads the
-    split itself, a dataset that cannot be watched) is trained once more on
-    the data without the canaries, same seed: identical weights are refused.
-    Not caught: a ``train`` that reads the split but trains on other data
-    while its weights still change with the split (e.g. through a vocabulary).
+    Every audit trains once more on the data without the canaries, same seed
+    (cached like any audit training): identical weights are refused. Reading
+    the split is not enough: a ``train`` that logged ``dataset.train[0]`` and
+    trained on its own data, or cut the split to its first 300 records (the
+    canaries come after them), read the split and passed at a claim of 1
+    without any DP. Not caught: a ``train`` whose weights change with the
+    canaries but that trains on only some of them.
     """
-    if trained.read_train:
-        return
     other = trainer.run(without, seed).module
     if _same_weights(trained.module, other):
         raise ValueError(f"train={trainer.name!r} ignores the dataset it is given: its weights are identical with "

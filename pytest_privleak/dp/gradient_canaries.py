@@ -181,6 +181,12 @@ class DiracCanaryHook(dict):
         tally.inserted = counts  # filled in place, step by step
 
         def clip_and_accumulate(opt) -> None:
+            if opt._check_skip_next_step(pop_next=False):
+                # a physical batch inside one logical (Poisson) batch, as under Opacus's BatchMemoryManager: its
+                # step is skipped and its gradients accumulate; canaries go in once, at the logical step's end
+                # (inserted at every physical batch, a correct pipeline read eps_lcb 4.8 at a claim of 2)
+                original_clip()
+                return
             sampled = torch.rand(len(coords), generator=generator) < float(sample_rate)
             chosen = np.flatnonzero(sampled.numpy())
             if len(chosen):
@@ -197,7 +203,8 @@ class DiracCanaryHook(dict):
             tally.insertion_steps += 1
 
         def step(opt, *args, **kwargs):
-            tally.steps += 1
+            if not opt._check_skip_next_step(pop_next=False):   # logical steps only (see clip_and_accumulate)
+                tally.steps += 1
             return original_step(*args, **kwargs)
 
         # bound methods, so that a later wrapper (torch's LR scheduler reads step.__func__) still works
