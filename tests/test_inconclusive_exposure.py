@@ -88,3 +88,28 @@ def test_an_infinite_or_negative_limit_is_refused(limit):
 def test_allow_inconclusive_must_be_a_bool(allow):
     with pytest.raises(ValueError, match=r"allow_inconclusive must be True or False"):
         assert_exposure_below(Memorised(), PIN, 6.0, allow_inconclusive=allow)
+
+
+BIG_PIN = canary("pin", 8, seed=4)   # 10^8 secrets: above the default exact budget (2^22), sampled
+
+
+class MemorisedBig(Memorised):
+    def __init__(self):
+        tokens = (*BIG_PIN.pattern.prefix, *BIG_PIN.pattern.vocabulary)
+        self.vocab = Vocabulary(("<pad>", "<unk>", *sorted(set(tokens))), ("<pad>", "<unk>"),
+                                tuple(sorted(set(BIG_PIN.tags))), (BIG_PIN.intent,))
+        self.secret = torch.tensor(self.vocab.token_ids(BIG_PIN.tokens, strict=True), dtype=torch.float64)
+        self.memorised = True
+
+
+def test_a_sampled_exposure_whose_ceiling_is_under_the_limit_cannot_pass():
+    # review 6b N5: ranked first among 1,000 references the figure is its ceiling, log2 1000 = 9.97 bits, and
+    # passed a limit of 12 although exhaustive scoring gives log2 10^8 = 26.6; a measurement that could not have
+    # failed is inconclusive
+    with expect_leak() as info:
+        assert_exposure_below(MemorisedBig(), BIG_PIN, 12.0, method="sampled", references=1000)
+    assert info.type is InconclusiveAuditError
+    assert "could not have failed" in str(info.value) and "references >= 8,192" in str(info.value)
+    # a ceiling above the limit gives a real verdict: ranked first among 8,192, 13 bits > 12 fails
+    with expect_leak(match="violates the limit"):
+        assert_exposure_below(MemorisedBig(), BIG_PIN, 12.0, method="sampled", references=8192)

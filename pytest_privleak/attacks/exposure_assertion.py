@@ -100,6 +100,21 @@ def exposure_result(target: Any, canary: Any, *, threshold: float | None, tolera
         remedy=remedy_for("exposure", target), tolerance=tolerance, target=target_facts(target))
 
 
+def ceiling_under_limit(ceiling: float | None, threshold: float | None) -> bool:
+    """A sampled figure can read at most its ceiling ``log2 N``; at or under the limit it can never fail."""
+    return ceiling is not None and threshold is not None and ceiling <= threshold + 1e-12
+
+
+def capped_at_the_limit(what: str, ceiling: float, threshold: float, size: Any) -> tuple[str, str]:
+    """``(covered, rest)`` of a sampled exposure whose ceiling cannot pass the limit (review 6b N5: a memorised
+    house number of a 10^5 space read 11.0 bits, its sampled ceiling, and passed a 12-bit limit; exact 16.6)."""
+    need = 2 ** math.ceil(threshold + 1)
+    space = f" of its space of {size:,}" if isinstance(size, int) else ""
+    return (f"{what} was ranked among sampled references{space} whose ceiling, {ceiling:.3g} bits, is at or under "
+            f"the limit {threshold:g}, so this measurement could not have failed",
+            f"references >= {need:,} (a ceiling above the limit), or method='exact' / 'extrapolated'")
+
+
 def exposure_coverage(result: LeakResult) -> tuple[bool, str, str]:
     """``(complete, what was covered, what covers the rest)`` of an exposure result (issue 23 item 4).
 
@@ -112,6 +127,8 @@ def exposure_coverage(result: LeakResult) -> tuple[bool, str, str]:
     """
     method, size = result.evidence.get("method"), result.evidence.get("space_size")
     if method not in _SAMPLING_METHODS or not isinstance(size, int) or size > DEFAULT_EXACT_BUDGET:
+        if method == "sampled" and ceiling_under_limit(result.ceiling, result.threshold):
+            return False, *capped_at_the_limit("the canary", result.ceiling, result.threshold, size)
         return True, "", ""
     covered = (f"method={method!r} ranked the canary among {result.evidence.get('rank', 'a sample').split(' among ')[-1]}"
                f" of its space of {size:,} secrets (ceiling {result.ceiling:.3g} bits), where the default scores "
@@ -180,6 +197,6 @@ def assert_exposure_below(target: Any, canary: Any, max_bits: float, *, method: 
     measured = measured_exposure(target, canary, name=name, method=method, references=references,
                                  exact_budget=exact_budget, seed=seed, confidence=confidence, batch_size=batch_size,
                                  bootstrap=bootstrap)
-    complete, covered, rest = exposure_coverage(measured)
-    return check_covered(dataclasses.replace(measured, threshold=threshold, tolerance=tolerance),
-                         complete=complete, covered=covered, rest=rest, allow_inconclusive=allow)
+    gated = dataclasses.replace(measured, threshold=threshold, tolerance=tolerance)
+    complete, covered, rest = exposure_coverage(gated)
+    return check_covered(gated, complete=complete, covered=covered, rest=rest, allow_inconclusive=allow)

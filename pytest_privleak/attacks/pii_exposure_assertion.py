@@ -28,7 +28,7 @@ from typing import Any
 
 from ..results import LeakResult, record
 from ..stats import clopper_pearson
-from .exposure_assertion import target_facts
+from .exposure_assertion import capped_at_the_limit, ceiling_under_limit, target_facts
 from .inconclusive import check_allow_inconclusive, check_covered
 from .pii_exposure import (DEFAULT_BATCH, DEFAULT_BOOTSTRAP, DEFAULT_EXACT_BUDGET, DEFAULT_REFERENCES, PiiAudit,
                            audit_pii, exposure_summary, share_extracted)
@@ -71,12 +71,18 @@ def exposure_result(model: Any, dataset: Any, audit: PiiAudit, *, threshold: flo
                       remedy=PII_REMEDY, target=target_facts(model))
 
 
-def exposure_coverage(audit: PiiAudit) -> tuple[bool, str, str]:
+def exposure_coverage(audit: PiiAudit, threshold: float | None = None) -> tuple[bool, str, str]:
     """``(complete, what was covered, what covers the rest)``: incomplete when an item whose space the default
     scores in full was ranked among sampled references (``method="sampled"`` / ``"extrapolated"``, or an
-    ``exact_budget`` below the default)."""
+    ``exact_budget`` below the default), or when a sampled item's ceiling is at or under the limit."""
     short = [f for f in audit.measured
              if f.exposure.method != "exact" and f.exposure.space_size <= DEFAULT_EXACT_BUDGET]
+    capped = [f for f in audit.measured
+              if f.exposure.method == "sampled" and ceiling_under_limit(f.exposure.ceiling, threshold)]
+    if capped and not short:
+        e = capped[0].exposure
+        return False, *capped_at_the_limit(f"{len(capped)} item(s), e.g. {capped[0].label},", e.ceiling, threshold,
+                                           e.space_size)
     if not short:
         return True, "", ""
     largest = max(f.exposure.space_size for f in short)
@@ -161,7 +167,7 @@ def assert_pii_exposure_below(model: Any, dataset: Any, max_bits: float, detecto
                    salt=salt)
     audit = _audit(model, dataset, detectors, options, name)
     result = exposure_result(model, dataset, audit, threshold=float(max_bits), confidence=confidence, name=name)
-    complete, covered, rest = exposure_coverage(audit)
+    complete, covered, rest = exposure_coverage(audit, float(max_bits))
     return check_covered(result, complete=complete, covered=covered, rest=rest, allow_inconclusive=allow)
 
 
