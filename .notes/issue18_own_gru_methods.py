@@ -15,7 +15,7 @@ for seed in range(4):
   rec = [u for u in dict.fromkeys([*corpus.test, *corpus.valid]) if u not in set(members)]
   non, pop = rec[:1000], rec[1200:1800]
   recipe = TargetRecipe(corpus, train=train, build=build, wrap=SoftInputAdapter, config={"epochs": 12})
-  for method, k, online in (("loss",0,False),("lira",4,False),("rmia",4,False),("rmia",8,False),("lira",4,True),("rmia",4,True)):
+  for method, k, online in (("loss",0,False),("lira",4,False),("rmia",4,False),("rmia",8,False)):  # online rows: see issue18_rmia_audit (online now takes at most 2n candidates)
     kw = dict(references=recipe, k=k, population=pop, online=online) if k else {}
     try:
         r = measure_membership(model, members, non, method=method, **kw)

@@ -22,7 +22,7 @@ from .exposure_assertion import target_facts
 from .remedies import UNKNOWN, remedy, remedy_for
 from .membership import (DEFAULT_EXPOSED, DEFAULT_FPRS, MembershipMeasurement, RocPoint, check_fpr,
                          membership_inference)
-from .inconclusive import check_allow_inconclusive
+from .inconclusive import check_allow_inconclusive, check_covered
 from .membership_methods import check_budget_applies
 from .membership_rmia import DEFAULT_GAMMA
 
@@ -232,8 +232,6 @@ def _gate(measured: list[LeakResult], threshold: float | None, tpr_limit: float 
     """Record both results and raise for the gated one: a leak, or a pass with fewer references than asked
     (inconclusive, as every budgeted audit of the plugin, unless ``allow_inconclusive``)."""
     __tracebackhide__ = True
-    from .inconclusive import check_covered
-
     complete, covered, rest = _coverage(measured[0])
 
     def check(result: LeakResult) -> LeakResult:
