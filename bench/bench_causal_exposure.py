@@ -33,7 +33,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from pytest_privleak.attacks.exposure import compute_exposure  # noqa: E402
+from pytest_privleak.attacks.exposure.attack import compute_exposure  # noqa: E402
 from pytest_privleak.canaries import canary, inject_canaries  # noqa: E402
 from pytest_privleak.data.synthetic import generate_snips_like  # noqa: E402
 from pytest_privleak.targets import train_target  # noqa: E402

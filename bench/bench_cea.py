@@ -28,7 +28,7 @@ import time
 
 import torch
 
-from pytest_privleak.attacks.cea import extract
+from pytest_privleak.attacks.cea.attack import extract
 from pytest_privleak.cache.targets import TargetCache
 from pytest_privleak.canaries import canary, inject_canaries
 from pytest_privleak.data import generate_snips_like

@@ -27,8 +27,8 @@ import time
 
 import torch
 
-from pytest_privleak.attacks.d_exposure import PAPER_INSERTIONS, ambiguous_phrase, insert_phrases
-from pytest_privleak.attacks.d_exposure_assertion import measure_d_exposure, table3
+from pytest_privleak.attacks.exposure.discriminative import PAPER_INSERTIONS, ambiguous_phrase, insert_phrases
+from pytest_privleak.attacks.exposure.discriminative_assertion import measure_d_exposure, table3
 from pytest_privleak.data.synthetic_ner import generate_ner_like
 from pytest_privleak.results import LeakResult
 from pytest_privleak.targets import train_target

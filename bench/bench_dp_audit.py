@@ -22,7 +22,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import dp_pipelines as P  # noqa: E402
-from pytest_privleak.attacks.dp_training import measure_dp_training  # noqa: E402
+from pytest_privleak.dp.audit import measure_dp_training  # noqa: E402
 from pytest_privleak.data.synthetic import generate_snips_like  # noqa: E402
 
 DELTA = 1e-5

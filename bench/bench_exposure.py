@@ -21,7 +21,7 @@ import time
 import torch
 
 from pytest_privleak.attacks.candidates import enumerate_space
-from pytest_privleak.attacks.exposure import DEFAULT_BATCH, compute_exposure
+from pytest_privleak.attacks.exposure.attack import DEFAULT_BATCH, compute_exposure
 from pytest_privleak.canaries import canary, inject_canaries
 from pytest_privleak.data.synthetic import generate_snips_like
 from pytest_privleak.targets import train_target
@@ -56,7 +56,7 @@ def bare_forward(target, pin, batch_size: int):
 
 
 def print_figures() -> None:
-    from pytest_privleak.attacks.d_exposure import (PAPER_INSERTIONS, ambiguous_phrase, d_exposure,
+    from pytest_privleak.attacks.exposure.discriminative import (PAPER_INSERTIONS, ambiguous_phrase, d_exposure,
                                                     exclusive_class_words, insert_phrases)
     from pytest_privleak.data.synthetic_ner import NER_CLASSES, generate_ner_like
 

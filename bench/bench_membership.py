@@ -41,8 +41,8 @@ import warnings
 
 import torch
 
-from pytest_privleak.attacks.membership import membership_inference
-from pytest_privleak.attacks.membership_references import ReferenceSet, TargetRecipe, train_references
+from pytest_privleak.attacks.membership.attack import membership_inference
+from pytest_privleak.attacks.membership.references import ReferenceSet, TargetRecipe, train_references
 from pytest_privleak.cache.targets import TargetCache
 from pytest_privleak.data.synthetic import generate_snips_like
 from pytest_privleak.targets import train_target
@@ -96,7 +96,7 @@ def art_black_box_scores(target, members: list, non_members: list, seed: int) ->
 
 def art_row(target, members: list, non_members: list, seed: int) -> str:
     """The ART black-box row, figures computed by the plugin's own AUC / TPR code from ART's scores."""
-    from pytest_privleak.attacks.membership import DEFAULT_FPRS, auc_from_statistics, auc_interval, tpr_at_fpr
+    from pytest_privleak.attacks.membership.attack import DEFAULT_FPRS, auc_from_statistics, auc_interval, tpr_at_fpr
 
     try:
         began = time.perf_counter()

@@ -28,8 +28,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_privleak.attacks.mix_and_match import as_attack_model, mix_and_match, mix_and_match_model  # noqa: E402
-from pytest_privleak.attacks.mix_and_match_canaries import (contradicting_canaries, inject_mask_canaries,  # noqa: E402
+from pytest_privleak.attacks.mix_and_match.attack import as_attack_model, mix_and_match, mix_and_match_model  # noqa: E402
+from pytest_privleak.attacks.mix_and_match.canaries import (contradicting_canaries, inject_mask_canaries,  # noqa: E402
                                                             mask_canary)
 from pytest_privleak.cache.targets import TargetCache  # noqa: E402
 from pytest_privleak.data.public_corpus import generate_public_corpus  # noqa: E402

@@ -5,7 +5,7 @@ stopping as a named defence) on the synthetic PII corpus
 (:func:`pytest_privleak.data.synthetic_pii.generate_pii_corpus`: names, phone
 numbers, e-mail addresses and street addresses made up by our generator, each
 item in R = 1, 2, 5, 10, 20, 50 training tickets), audits every item found
-(:func:`pytest_privleak.attacks.pii_exposure.audit_pii`) and prints, per kind
+(:func:`pytest_privleak.attacks.extraction.pii.attack.audit_pii`) and prints, per kind
 and R, the mean exposure (bits, of its ceiling) and the share extracted by
 prompting with the words before the item (10 beams).  The
 row R = 0 audits items of the validation split, which no model trained on.
@@ -34,7 +34,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    from pytest_privleak.attacks.pii_exposure import audit_pii
+    from pytest_privleak.attacks.extraction.pii.attack import audit_pii
     from pytest_privleak.data.synthetic_pii import generate_pii_corpus
     from pytest_privleak.targets import train_target
 

@@ -18,7 +18,7 @@ _PUBLIC = {
     "UnsignedCacheWarning": ".cache.manifest",
     "SeedModels": ".targets.seeds",
     "OneDrawWarning": ".targets.seeds",
-    "TargetRecipe": ".attacks.membership_references",
+    "TargetRecipe": ".attacks.membership.references",
     "assert_cea_accuracy_at_most": ".assertions",
     "assert_exposure_below": ".assertions",
     "assert_d_exposure_below": ".assertions",
@@ -51,8 +51,8 @@ _PUBLIC = {
     "custom_pattern": ".canaries",
     "string_pattern": ".canaries",
     "inject_canaries": ".canaries",
-    "mask_canary": ".attacks.mix_and_match_canaries",
-    "mix_and_match_model": ".attacks.mix_and_match",
+    "mask_canary": ".attacks.mix_and_match.canaries",
+    "mix_and_match_model": ".attacks.mix_and_match.attack",
 }
 
 __all__ = sorted(_PUBLIC)

@@ -14,6 +14,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from .data.types import Utterance
 
 
+class OutOfVocabularyError(ValueError):
+    """A canary token has no row in the model's embedding matrix, so no attack can feed it.
+
+    Raised by the adapters and the attacks alike, so it lives beside the protocols both use.
+    """
+
+
 @runtime_checkable
 class SoftInputModel(Protocol):
     """Open-box NLU model for canary extraction (canary-extraction-nlu §3).

@@ -257,3 +257,69 @@ class expect_leak:
         if self.match_expr is not None:
             self.match(self.match_expr)
         return True
+
+
+# The result codec: JSON-safe encoding of a result and its figures, shared by the caches, the plugin and
+# the report (it sits here, below all of them, so no wing imports upwards for it).
+_NONFINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
+#: LeakResult fields that hold figures (numbers or None), decoded back to floats on load.
+FIGURE_FIELDS = ("value", "threshold", "confidence", "chance", "ceiling", "tolerance")
+
+
+def encode(obj: Any) -> Any:
+    """Make ``obj`` strict-JSON safe: non-finite floats become strings, tuples lists, others ``str``.
+
+    Subclasses of the builtins (``numpy.float64`` is a ``float``) come back as the plain builtin,
+    so the result also crosses xdist's execnet channel, which accepts only exact builtin types.
+    """
+    if isinstance(obj, float):
+        if math.isnan(obj):
+            return "NaN"
+        if math.isinf(obj):
+            return "Infinity" if obj > 0 else "-Infinity"
+        return float(obj)
+    if obj is None:
+        return obj
+    if isinstance(obj, bool):
+        return bool(obj)
+    if isinstance(obj, int):
+        return int(obj)
+    if isinstance(obj, str):
+        return str(obj)
+    if isinstance(obj, dict):
+        return {str(k): encode(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [encode(v) for v in obj]
+    if hasattr(obj, "tolist"):
+        return encode(obj.tolist())
+    return str(obj)
+
+
+def figure(value: Any) -> float | None:
+    """Decode a figure written by :func:`encode` back to a float (``None`` stays ``None``)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return _NONFINITE.get(value, math.nan)
+    return float(value)
+
+
+def decode_result(data: dict[str, Any]) -> dict[str, Any]:
+    """A ``LeakResult.to_json`` dict passed through :func:`encode`, with its figures floats again.
+
+    The figure fields, the interval and ``extra`` are decoded (``"Infinity"`` back to ``inf``);
+    ``evidence`` and ``target`` stay as encoded (free-form, JSON-safe by contract). The plugin
+    encodes every result on the worker and decodes it here, with or without xdist, so
+    ``LeakResult.from_json`` sees the same values either way.
+    """
+    out = dict(data)
+    for name in FIGURE_FIELDS:
+        if name in out:
+            out[name] = figure(out[name])
+    if out.get("interval") is not None:
+        out["interval"] = [figure(v) for v in out["interval"]]
+    if isinstance(out.get("extra"), dict):
+        out["extra"] = {k: figure(v) for k, v in out["extra"].items()}
+    if isinstance(out.get("per_seed"), list):  # the figure of each training seed (issue 26)
+        out["per_seed"] = [figure(v) for v in out["per_seed"]]
+    return out

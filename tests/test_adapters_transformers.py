@@ -17,8 +17,8 @@ pytest.importorskip("transformers")
 from helpers_transformers import HandWrittenPair, bert_config, dataset_words, fine_tune, tiny_pair, word_tokenizer  # noqa: E402
 
 from pytest_privleak.adapters import from_transformers  # noqa: E402
-from pytest_privleak.attacks.cea import extract  # noqa: E402
-from pytest_privleak.attacks.exposure import compute_exposure  # noqa: E402
+from pytest_privleak.attacks.cea.attack import extract  # noqa: E402
+from pytest_privleak.attacks.exposure.attack import compute_exposure  # noqa: E402
 from pytest_privleak.canaries import canary, inject_canaries  # noqa: E402
 from pytest_privleak.data.synthetic import generate_snips_like  # noqa: E402
 from pytest_privleak.data.types import Utterance  # noqa: E402

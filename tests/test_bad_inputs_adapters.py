@@ -14,8 +14,8 @@ from helpers_transformers import bert_config, word_tokenizer  # noqa: E402
 
 from pytest_privleak.adapters import classifier_adapter, from_transformers, language_model_adapter  # noqa: E402
 from pytest_privleak.attacks.candidates import OutOfVocabularyError  # noqa: E402
-from pytest_privleak.attacks.cea import extract  # noqa: E402
-from pytest_privleak.attacks.membership_assertion import assert_membership_auc_at_most, measure_membership  # noqa: E402
+from pytest_privleak.attacks.cea.attack import extract  # noqa: E402
+from pytest_privleak.attacks.membership.assertion import assert_membership_auc_at_most, measure_membership  # noqa: E402
 from pytest_privleak.canaries import canary, custom_pattern  # noqa: E402
 from pytest_privleak.data.types import Utterance  # noqa: E402
 from pytest_privleak.finite import NonFiniteError  # noqa: E402

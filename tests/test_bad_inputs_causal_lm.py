@@ -13,7 +13,7 @@ from helpers_transformers import bert_config, word_tokenizer  # noqa: E402
 
 from pytest_privleak.adapters import from_transformers  # noqa: E402
 from pytest_privleak.attacks.candidates import OutOfVocabularyError  # noqa: E402
-from pytest_privleak.attacks.exposure import compute_exposure  # noqa: E402
+from pytest_privleak.attacks.exposure.attack import compute_exposure  # noqa: E402
 from pytest_privleak.canaries import canary, custom_pattern  # noqa: E402
 from pytest_privleak.data.synthetic import generate_snips_like  # noqa: E402
 from pytest_privleak.finite import NonFiniteError  # noqa: E402

@@ -10,8 +10,8 @@ import torch
 
 from helpers_models import QuadraticModel
 from pytest_privleak.attacks.candidates import OutOfVocabularyError
-from pytest_privleak.attacks.cea import extract
-from pytest_privleak.attacks.cea_assertion import assert_cea_accuracy_at_most, measure_cea
+from pytest_privleak.attacks.cea.attack import extract
+from pytest_privleak.attacks.cea.assertion import assert_cea_accuracy_at_most, measure_cea
 from pytest_privleak.canaries import DIGITS, canary, custom_pattern
 from pytest_privleak.finite import NonFiniteError
 

@@ -6,8 +6,8 @@ import pytest
 pytest.importorskip("opacus")
 
 import dp_pipelines as P  # noqa: E402
-from pytest_privleak.attacks.dp_training import measure_dp_training  # noqa: E402
-from pytest_privleak.attacks.dp_training_assertion import assert_dp_training_holds  # noqa: E402
+from pytest_privleak.dp.audit import measure_dp_training  # noqa: E402
+from pytest_privleak.dp.assertion import assert_dp_training_holds  # noqa: E402
 from pytest_privleak.data.synthetic import generate_snips_like  # noqa: E402
 from pytest_privleak.data.types import Utterance  # noqa: E402
 from pytest_privleak.dp.canaries import CanaryCollisionError, check_collisions, make_audit_canaries  # noqa: E402

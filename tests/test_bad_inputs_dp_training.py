@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("opacus")
 
 import dp_pipelines as P  # noqa: E402
-from pytest_privleak.attacks.dp_training import measure_dp_training  # noqa: E402
+from pytest_privleak.dp.audit import measure_dp_training  # noqa: E402
 from pytest_privleak.data.synthetic import generate_snips_like  # noqa: E402
 
 CONFIG = {"epsilon": 2.0, "delta": 1e-5, "bug": "none"}

@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from pytest_privleak.attacks.candidates import OutOfVocabularyError
-from pytest_privleak.attacks.d_exposure import DEFAULT_TEMPLATE, d_exposure, template_tokens
-from pytest_privleak.attacks.exposure import compute_exposure
-from pytest_privleak.attacks.d_exposure_assertion import assert_d_exposure_below, measure_d_exposure
-from pytest_privleak.attacks.exposure_assertion import assert_exposure_below, measure_exposure
+from pytest_privleak.attacks.exposure.discriminative import DEFAULT_TEMPLATE, d_exposure, template_tokens
+from pytest_privleak.attacks.exposure.attack import compute_exposure
+from pytest_privleak.attacks.exposure.discriminative_assertion import assert_d_exposure_below, measure_d_exposure
+from pytest_privleak.attacks.exposure.assertion import assert_exposure_below, measure_exposure
 from pytest_privleak.canaries import canary, custom_pattern
 from pytest_privleak.finite import NonFiniteError
 from pytest_privleak.targets.vocab import Vocabulary

@@ -9,8 +9,8 @@ import torch
 from helpers_generation import RECORDS, leaky_corpus, leaky_lstm, tiny_gpt2, word_tokenizer
 from pytest_privleak.adapters.generation import generate_from_prefixes
 from pytest_privleak.attacks.candidates import OutOfVocabularyError
-from pytest_privleak.attacks.extraction_assertion import assert_extraction_at_most, measure_extraction
-from pytest_privleak.attacks.untargeted_extraction_assertion import (assert_untargeted_extraction_at_most,
+from pytest_privleak.attacks.extraction.assertion import assert_extraction_at_most, measure_extraction
+from pytest_privleak.attacks.extraction.untargeted_assertion import (assert_untargeted_extraction_at_most,
                                                                      measure_untargeted_extraction)
 from pytest_privleak.canaries import canary, custom_pattern
 from pytest_privleak.finite import NonFiniteError

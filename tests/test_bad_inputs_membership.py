@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_privleak.attacks.membership import membership_inference
-from pytest_privleak.attacks.membership_references import ReferenceSet, TargetRecipe, train_references
+from pytest_privleak.attacks.membership.attack import membership_inference
+from pytest_privleak.attacks.membership.references import ReferenceSet, TargetRecipe, train_references
 from pytest_privleak.data.synthetic import generate_snips_like
 from pytest_privleak.data.types import Utterance
 from pytest_privleak.finite import NonFiniteError
@@ -118,7 +118,7 @@ def test_time_budget_must_be_positive_seconds(budget):
 
 
 def test_time_budget_without_references_to_train_is_refused():
-    from pytest_privleak.attacks.membership_assertion import measure_membership
+    from pytest_privleak.attacks.membership.assertion import measure_membership
 
     pattern = r"time_budget_s=60 budgets the training of reference models, but with no references .*fix: pass"
     with pytest.raises(ValueError, match=pattern):
@@ -131,7 +131,7 @@ def test_time_budget_without_references_to_train_is_refused():
 
 def test_online_references_train_on_as_many_records_as_the_target():
     # references on 3x the target's records fitted even unseen records and made RMIA the loss attack
-    from pytest_privleak.attacks import membership_references as refs
+    from pytest_privleak.attacks.membership import references as refs
 
     data = generate_snips_like(n_train=40, n_valid=10, n_test=10, seed=0)
     n = len(dict.fromkeys(data.train))

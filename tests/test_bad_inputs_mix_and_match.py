@@ -10,10 +10,10 @@ pytest.importorskip("transformers")
 
 from helpers_transformers import bert_config, word_tokenizer  # noqa: E402
 
-from pytest_privleak.attacks.mix_and_match import mix_and_match, mix_and_match_model  # noqa: E402
-from pytest_privleak.attacks.mix_and_match_assertion import (assert_mix_and_match_rank_at_least,  # noqa: E402
+from pytest_privleak.attacks.mix_and_match.attack import mix_and_match, mix_and_match_model  # noqa: E402
+from pytest_privleak.attacks.mix_and_match.assertion import (assert_mix_and_match_rank_at_least,  # noqa: E402
                                                              measure_mix_and_match)
-from pytest_privleak.attacks.mix_and_match_canaries import (MaskCanary, contradicting_canaries,  # noqa: E402
+from pytest_privleak.attacks.mix_and_match.canaries import (MaskCanary, contradicting_canaries,  # noqa: E402
                                                             frequency_band, inject_mask_canaries, mask_canary)
 from pytest_privleak.data.synthetic import generate_snips_like  # noqa: E402
 from pytest_privleak.finite import NonFiniteError  # noqa: E402
@@ -127,7 +127,7 @@ def test_target_that_is_several_word_pieces(attack_model):
 # --- exposure of a Mix And Match canary through assert_exposure_below (issue 9 item 4) ---------------------
 
 def test_exposure_method_that_does_not_apply_to_a_mask_canary(attack_model):
-    from pytest_privleak.attacks.exposure import compute_exposure
+    from pytest_privleak.attacks.exposure.attack import compute_exposure
 
     with pytest.raises(ValueError, match=r"method='sampled' does not apply to a Mix And Match canary; fix: one of "
                                          r"\('auto', 'exact', 'mix-and-match'\)"):
@@ -135,7 +135,7 @@ def test_exposure_method_that_does_not_apply_to_a_mask_canary(attack_model):
 
 
 def test_exposure_by_mix_and_match_of_a_prefix_canary():
-    from pytest_privleak.attacks.exposure import compute_exposure
+    from pytest_privleak.attacks.exposure.attack import compute_exposure
     from pytest_privleak.canaries import canary
 
     with pytest.raises(ValueError, match=r"method='mix-and-match' .* needs a MaskCanary; fix: pass mask_canary"):
@@ -143,7 +143,7 @@ def test_exposure_by_mix_and_match_of_a_prefix_canary():
 
 
 def test_exposure_of_a_mask_canary_on_a_model_that_is_not_attackable():
-    from pytest_privleak.attacks.exposure_assertion import assert_exposure_below
+    from pytest_privleak.attacks.exposure.assertion import assert_exposure_below
 
     with pytest.raises(TypeError, match=r"model must be a transformer-classifier target.*fix: wrap"):
         assert_exposure_below(object(), TOWELS, max_bits=4.0)
@@ -151,7 +151,7 @@ def test_exposure_of_a_mask_canary_on_a_model_that_is_not_attackable():
 
 @pytest.mark.parametrize("measure", ["mix-and-match rank", "exposure of a mask canary"])
 def test_classifier_with_nan_weights(attack_model, measure):
-    from pytest_privleak.attacks.exposure_assertion import measure_exposure
+    from pytest_privleak.attacks.exposure.assertion import measure_exposure
 
     attack = measure_mix_and_match if measure == "mix-and-match rank" else measure_exposure
     classifier, base, tokenizer = attack_model

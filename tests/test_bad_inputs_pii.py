@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_privleak.attacks.pii_exposure import NoPiiFoundError, UnscorablePiiError, audit_pii
-from pytest_privleak.attacks.pii_exposure_assertion import assert_pii_extraction_at_most, measure_pii_exposure
+from pytest_privleak.attacks.extraction.pii.attack import NoPiiFoundError, UnscorablePiiError, audit_pii
+from pytest_privleak.attacks.extraction.pii.assertion import assert_pii_extraction_at_most, measure_pii_exposure
 from pytest_privleak.data.pii_detectors import NameListDetector, RegexDetector, resolve_detectors
 from pytest_privleak.data.synthetic_pii import generate_pii_corpus
 from pytest_privleak.finite import NonFiniteError

@@ -16,8 +16,8 @@ pytest.importorskip("transformers")
 
 from pytest_privleak import expect_leak  # noqa: E402
 from pytest_privleak.adapters import from_transformers  # noqa: E402
-from pytest_privleak.attacks.exposure import compute_exposure  # noqa: E402
-from pytest_privleak.attacks.exposure_assertion import assert_exposure_below  # noqa: E402
+from pytest_privleak.attacks.exposure.attack import compute_exposure  # noqa: E402
+from pytest_privleak.attacks.exposure.assertion import assert_exposure_below  # noqa: E402
 from pytest_privleak.cache.targets import TargetCache  # noqa: E402
 from pytest_privleak.canaries import canary, custom_pattern, inject_canaries  # noqa: E402
 from pytest_privleak.data.public_corpus import (causal_corpus_words, corpus_words,  # noqa: E402
@@ -195,7 +195,7 @@ def test_goal_pin_said_10_times_near_the_ceiling_beside_the_lstm_lm():
                for name, m in (("causal-lm", causal), ("lstm-lm", lstm))}
     for name, (hit, miss) in figures.items():
         print(f"{name}: said {np.round(hit, 2)}  never said {np.round(miss, 2)}")
-    from pytest_privleak.attacks.extraction import extract_by_generation
+    from pytest_privleak.attacks.extraction.attack import extract_by_generation
 
     search = extract_by_generation(causal, said + unsaid, method="shortest-path")
     ranks = [c.rank for c in search.canaries]

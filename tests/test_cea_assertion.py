@@ -4,7 +4,7 @@ import json
 import pytest
 
 from helpers_models import QuadraticModel
-from pytest_privleak.attacks.cea_assertion import assert_cea_accuracy_at_most
+from pytest_privleak.attacks.cea.assertion import assert_cea_accuracy_at_most
 from pytest_privleak.canaries import DIGITS, canary
 from pytest_privleak import results as _results
 from pytest_privleak.results import set_sink
@@ -86,7 +86,7 @@ def test_paper_gradient_attack_by_name_says_which_attack_ran(sink):
 def test_rank_evidence_of_a_named_method_gives_that_as_the_reason_not_the_budget(sink):
     """Issue 21 item 3: method="gradient" on 10^4 pins (inside the budget of 10^5) said "the space is over
     the exhaustive budget"; the reason is the method the caller named."""
-    from pytest_privleak.attacks.cea_assertion import measure_cea
+    from pytest_privleak.attacks.cea.assertion import measure_cea
 
     pin = canary("pin", secret="7 0 3 9")
     for method in ("gradient", "trivial"):
@@ -112,7 +112,7 @@ def test_auto_over_the_budget_runs_gradient_then_ranked_scoring(sink):
 
 
 def test_measure_cea_returns_the_result_without_gating_and_records_it(sink):
-    from pytest_privleak.attacks.cea_assertion import measure_cea
+    from pytest_privleak.attacks.cea.assertion import measure_cea
 
     pin = canary("pin", secret="7 0 3 9")
     result = measure_cea(_leaky(), pin, name="pin said once")

@@ -5,7 +5,7 @@ import torch
 from helpers_models import QuadraticModel, train_tiny_transformer
 from pytest_privleak.attacks.candidates import (OutOfVocabularyError, enumerate_space, rank_of, score_candidates,
                                                 secret_index)
-from pytest_privleak.attacks.cea import extract
+from pytest_privleak.attacks.cea.attack import extract
 from pytest_privleak.canaries import COLORS, DIGITS, canary, custom_pattern, inject_canaries
 from pytest_privleak.data import generate_snips_like
 

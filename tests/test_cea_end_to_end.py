@@ -10,8 +10,8 @@ raise the mean HDT from near 0 towards chance (see the comment above the test).
 import pytest
 import torch
 
-from pytest_privleak.attacks.cea import extract
-from pytest_privleak.attacks.cea_assertion import assert_cea_accuracy_at_most
+from pytest_privleak.attacks.cea.attack import extract
+from pytest_privleak.attacks.cea.assertion import assert_cea_accuracy_at_most
 from pytest_privleak.cache.targets import TargetCache
 from pytest_privleak.canaries import canary, inject_canaries
 from pytest_privleak.data import generate_snips_like

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from pytest_privleak.attacks.candidates import enumerate_space, rank_of, secret_index, space_digits
-from pytest_privleak.attacks.cea import (CEAConfig, ExtractionReport, hamming_per_token, lr_schedule, row_seed,
+from pytest_privleak.attacks.cea.attack import (CEAConfig, ExtractionReport, hamming_per_token, lr_schedule, row_seed,
                                          temperature_schedule)
 from pytest_privleak.canaries import canary
 from pytest_privleak.stats import clopper_pearson

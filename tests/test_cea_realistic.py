@@ -16,8 +16,8 @@ and 10 times.
 import pytest
 import torch
 
-from pytest_privleak.attacks.cea import extract
-from pytest_privleak.attacks.cea_assertion import assert_cea_accuracy_at_most, measure_cea
+from pytest_privleak.attacks.cea.attack import extract
+from pytest_privleak.attacks.cea.assertion import assert_cea_accuracy_at_most, measure_cea
 from pytest_privleak.canaries import canary, inject_canaries
 from pytest_privleak.data import generate_snips_like
 from pytest_privleak.results import PrivacyLeakError, set_sink

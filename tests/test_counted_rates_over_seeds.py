@@ -8,11 +8,11 @@ passes a limit of 0.5 that the pooled bound fails.
 """
 import pytest
 
-from pytest_privleak.attacks.extraction import CanaryExtraction, ExtractionMeasurement
-from pytest_privleak.attacks.extraction_assertion import extraction_result
+from pytest_privleak.attacks.extraction.attack import CanaryExtraction, ExtractionMeasurement
+from pytest_privleak.attacks.extraction.assertion import extraction_result
 from pytest_privleak.attacks.over_seeds import aggregate
-from pytest_privleak.attacks.pii_exposure import PiiAudit, PiiItem, PiiItemFigure
-from pytest_privleak.attacks.pii_exposure_assertion import extraction_result as pii_extraction_result
+from pytest_privleak.attacks.extraction.pii.attack import PiiAudit, PiiItem, PiiItemFigure
+from pytest_privleak.attacks.extraction.pii.assertion import extraction_result as pii_extraction_result
 
 SEEDS = list(range(7))
 HITS = [0, 0, 0, 0, 0, 0, 1]
@@ -86,8 +86,8 @@ def test_membership_tpr_over_seeds_is_pooled_too():
     # seed 6 gives one member the lowest loss of all: 1 of 10 members found at 1 % FPR, 0 in the other seeds
     import numpy as np
 
-    from pytest_privleak.attacks.membership import membership_inference
-    from pytest_privleak.attacks.membership_assertion import _auc_result, _tpr_result
+    from pytest_privleak.attacks.membership.attack import membership_inference
+    from pytest_privleak.attacks.membership.assertion import _auc_result, _tpr_result
     from pytest_privleak.data.types import Utterance
 
     class Table:

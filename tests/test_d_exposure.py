@@ -4,11 +4,11 @@ import math
 import numpy as np
 import pytest
 
-from pytest_privleak.attacks.d_exposure import (
+from pytest_privleak.attacks.exposure.discriminative import (
     DEFAULT_TEMPLATE, PAPER_INSERTIONS, ambiguous_phrase, class_d_exposure, class_words, d_exposure, insert_phrases,
     template_tokens)
-from pytest_privleak.attacks.exposure_figure import chance_exposure
-from pytest_privleak.attacks.d_exposure_assertion import assert_d_exposure_below, measure_d_exposure
+from pytest_privleak.attacks.exposure.figure import chance_exposure
+from pytest_privleak.attacks.exposure.discriminative_assertion import assert_d_exposure_below, measure_d_exposure
 from pytest_privleak.finite import NonFiniteError
 from pytest_privleak.data.synthetic_ner import NER_CLASSES, generate_ner_like
 from pytest_privleak.results import expect_leak, set_sink

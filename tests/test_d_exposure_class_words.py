@@ -3,7 +3,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_privleak.attacks.d_exposure import (
+from pytest_privleak.attacks.exposure.discriminative import (
     class_words, exclusive_class_words, one_word_entities, paper_class_words)
 from pytest_privleak.data.types import NLUDataset, Utterance
 

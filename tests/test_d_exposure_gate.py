@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from pytest_privleak.attacks.d_exposure import DEFAULT_TEMPLATE, template_tokens
-from pytest_privleak.attacks.d_exposure_assertion import (
+from pytest_privleak.attacks.exposure.discriminative import DEFAULT_TEMPLATE, template_tokens
+from pytest_privleak.attacks.exposure.discriminative_assertion import (
     CLASS_MAX_METRIC, MEAN_METRIC, assert_d_exposure_below, measure_d_exposure, table3)
 from pytest_privleak.results import expect_leak, set_sink
 

@@ -4,8 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from pytest_privleak.attacks.d_exposure import DEFAULT_TEMPLATE, d_exposure, log_complement, template_tokens
-from pytest_privleak.attacks.d_exposure_assertion import measure_d_exposure
+from pytest_privleak.attacks.exposure.discriminative import DEFAULT_TEMPLATE, d_exposure, log_complement, template_tokens
+from pytest_privleak.attacks.exposure.discriminative_assertion import measure_d_exposure
 from pytest_privleak.finite import NonFiniteError
 from pytest_privleak.protocols import LogTokenScorer, TokenScorer
 from pytest_privleak.results import set_sink

@@ -21,8 +21,8 @@ import pytest
 pytest.importorskip("opacus")
 
 import dp_pipelines as P  # noqa: E402
-from pytest_privleak.attacks.dp_training import check_sources, measure_dp_training  # noqa: E402
-from pytest_privleak.attacks.dp_training_assertion import assert_dp_training_holds  # noqa: E402
+from pytest_privleak.dp.audit import check_sources, measure_dp_training  # noqa: E402
+from pytest_privleak.dp.assertion import assert_dp_training_holds  # noqa: E402
 from pytest_privleak.cache.targets import TargetCache  # noqa: E402
 from pytest_privleak.data.synthetic import generate_snips_like  # noqa: E402
 from pytest_privleak.dp.canaries import watch_train_reads  # noqa: E402

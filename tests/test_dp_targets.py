@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from pytest_privleak import expect_leak
-from pytest_privleak.attacks.exposure_assertion import assert_exposure_below, measure_exposure
+from pytest_privleak.attacks.exposure.assertion import assert_exposure_below, measure_exposure
 from pytest_privleak.cache.targets import TargetCache, content_hash
 from pytest_privleak.canaries import canary, inject_canaries
 from pytest_privleak.data.synthetic import generate_snips_like

@@ -16,8 +16,8 @@ import pytest
 pytest.importorskip("opacus")
 
 import dp_pipelines as P  # noqa: E402
-from pytest_privleak.attacks.dp_training import measure_dp_training  # noqa: E402
-from pytest_privleak.attacks.dp_training_assertion import assert_dp_training_holds  # noqa: E402
+from pytest_privleak.dp.audit import measure_dp_training  # noqa: E402
+from pytest_privleak.dp.assertion import assert_dp_training_holds  # noqa: E402
 from pytest_privleak.attacks.inconclusive import InconclusiveAuditError  # noqa: E402
 from pytest_privleak.data.synthetic import generate_snips_like  # noqa: E402
 from pytest_privleak.dp import canaries as C  # noqa: E402

@@ -7,8 +7,8 @@ Sharer; d-exposure-discriminative eq. 1), measured as the mean over canaries.
 import numpy as np
 import pytest
 
-from pytest_privleak.attacks.exposure import compute_exposure as measure_exposure
-from pytest_privleak.attacks.exposure_assertion import assert_exposure_below
+from pytest_privleak.attacks.exposure.attack import compute_exposure as measure_exposure
+from pytest_privleak.attacks.exposure.assertion import assert_exposure_below
 from pytest_privleak.canaries import canary, inject_canaries
 from pytest_privleak.data.synthetic import generate_snips_like
 from pytest_privleak.targets import train_target

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import torch
 
-from pytest_privleak.attacks.exposure import compute_exposure, space_digits
-from pytest_privleak.attacks.exposure_figure import chance_exposure, exposure_from_scores, sampled_interval
-from pytest_privleak.attacks.exposure_assertion import assert_exposure_below
-from pytest_privleak.attacks.exposure_assertion import measure_exposure as measure_exposure_result
+from pytest_privleak.attacks.exposure.attack import compute_exposure, space_digits
+from pytest_privleak.attacks.exposure.figure import chance_exposure, exposure_from_scores, sampled_interval
+from pytest_privleak.attacks.exposure.assertion import assert_exposure_below
+from pytest_privleak.attacks.exposure.assertion import measure_exposure as measure_exposure_result
 from pytest_privleak.canaries import canary
 from pytest_privleak.finite import NonFiniteError
 from pytest_privleak.results import set_sink

@@ -10,9 +10,9 @@ import torch
 from helpers_generation import leaky_corpus, leaky_gpt2, leaky_lstm, tiny_gpt2, word_tokenizer
 from pytest_privleak.adapters.generation import (TokenGenerator, generate, generate_from_prefixes, generator_for,
                                                  sample)
-from pytest_privleak.attacks.extraction import extract_by_generation
-from pytest_privleak.attacks.extraction_assertion import assert_extraction_at_most, measure_extraction
-from pytest_privleak.attacks.extraction_search import shortest_path_search
+from pytest_privleak.attacks.extraction.attack import extract_by_generation
+from pytest_privleak.attacks.extraction.assertion import assert_extraction_at_most, measure_extraction
+from pytest_privleak.attacks.extraction.search import shortest_path_search
 from pytest_privleak.attacks.inconclusive import InconclusiveAuditError
 from pytest_privleak.results import expect_leak
 from pytest_privleak.stats import clopper_pearson

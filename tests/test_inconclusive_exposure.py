@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from pytest_privleak.attacks.exposure import DEFAULT_EXACT_BUDGET
-from pytest_privleak.attacks.exposure_assertion import assert_exposure_below
+from pytest_privleak.attacks.exposure.attack import DEFAULT_EXACT_BUDGET
+from pytest_privleak.attacks.exposure.assertion import assert_exposure_below
 from pytest_privleak.attacks.inconclusive import InconclusiveAuditError
 from pytest_privleak.canaries import canary
 from pytest_privleak.targets.vocab import Vocabulary

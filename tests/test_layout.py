@@ -1,4 +1,4 @@
-"""The package's shape (issue 17): wings at the top level, a few loose modules, no import cycle.
+"""The package's shape (issues 17, 31): wings at the top level, a few loose modules, no import cycle, small wings.
 
 The import graph is read with ``ast`` (no module is imported), so every ``import`` counts, also one
 inside a function: a function-level import does not cut a cycle, it hides it.
@@ -6,6 +6,7 @@ inside a function: a function-level import does not cut a cycle, it hides it.
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -113,6 +114,79 @@ def test_every_wing_says_its_role(wing):
     assert doc, f"pytest_privleak/{wing}/__init__.py has no docstring saying what the wing is for"
 
 
+#: The attack families of ``attacks/`` (issue 31): one sub-package each, and what they share at its root.
+FAMILIES = {"cea", "exposure", "membership", "extraction", "mix_and_match"}
+SHARED_BY_FAMILIES = {"__init__", "candidates", "inconclusive", "over_seeds", "remedies", "moved"}
+MAX_MODULES_PER_WING = 15
+
+
+def packages(root: Path = PACKAGE) -> list[Path]:
+    """Every package folder under ``root`` (the top level, its wings and their sub-packages)."""
+    return sorted(path.parent for path in root.rglob("__init__.py"))
+
+
+def test_attacks_holds_one_sub_package_per_family_and_only_shared_modules():
+    attacks = PACKAGE / "attacks"
+    families = {path.name for path in attacks.iterdir() if (path / "__init__.py").is_file()}
+    loose = {path.stem for path in attacks.glob("*.py")}
+    assert families == FAMILIES
+    assert loose <= SHARED_BY_FAMILIES, f"attacks/ holds modules of one family: {sorted(loose - SHARED_BY_FAMILIES)}"
+
+
+def module_count(package: Path) -> int:
+    """Modules directly in a package folder (its ``__init__`` and sub-packages not counted)."""
+    return len([path for path in package.glob("*.py") if path.stem != "__init__"])
+
+
+def prefixed_modules(package: Path) -> list[str]:
+    """Modules whose name repeats the package's: ``membership/membership_rmia.py``."""
+    return sorted(path.name for path in package.glob("*.py") if path.stem.startswith(f"{package.name}_"))
+
+
+@pytest.mark.parametrize("package", packages(), ids=lambda path: str(path.relative_to(PACKAGE.parent)))
+def test_no_wing_holds_more_than_fifteen_modules(package):
+    """A wing that grows past this is a room that wants sub-packages, as ``attacks/`` did (issue 31)."""
+    assert module_count(package) <= MAX_MODULES_PER_WING, f"{package.relative_to(PACKAGE.parent)} is crowded"
+
+
+@pytest.mark.parametrize("package", packages(), ids=lambda path: str(path.relative_to(PACKAGE.parent)))
+def test_no_module_repeats_its_wing_name_as_a_prefix(package):
+    """``membership/rmia.py``, not ``membership_rmia.py``: a shared prefix is a package not yet made."""
+    assert prefixed_modules(package) == []
+
+
+@pytest.mark.parametrize("package", packages(), ids=lambda path: str(path.relative_to(PACKAGE.parent)))
+def test_every_sub_package_says_its_role(package):
+    doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text(encoding="utf-8")))
+    assert doc, f"{package.relative_to(PACKAGE.parent)}/__init__.py has no docstring saying what it holds"
+
+
+def test_the_size_and_prefix_checks_find_the_old_flat_attacks_wing(tmp_path):
+    """Planted: the shape ``attacks/`` had before issue 31 (16 modules, nine named ``membership_*``)."""
+    root = tmp_path / "pkg"
+    (root / "membership").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "membership" / "__init__.py").write_text("")
+    for index in range(16):
+        (root / "membership" / f"membership_{index}.py").write_text("")
+    crowded = [path.name for path in packages(root) if module_count(path) > MAX_MODULES_PER_WING]
+    assert crowded == ["membership"]
+    assert len(prefixed_modules(root / "membership")) == 16
+
+
+def test_the_old_attack_import_paths_still_load_the_moved_modules():
+    """Paths from before issue 31 keep working (with a DeprecationWarning) and give the same module."""
+    import importlib
+
+    from pytest_privleak.attacks.moved import MOVED
+
+    for old, new in MOVED.items():
+        sys.modules.pop(f"pytest_privleak.{old}", None)  # a cached alias would import without the warning
+        with pytest.warns(DeprecationWarning, match="moved to"):
+            moved = importlib.import_module(f"pytest_privleak.{old}")
+        assert moved is importlib.import_module(f"pytest_privleak.{new}")
+
+
 def test_every_plugin_option_with_a_value_names_it_in_help():
     """``--help`` shows ``--privleak-seed=N``, not ``--privleak-seed=PRIVLEAK_SEED`` (issue 17 item 4)."""
     missing = []
@@ -135,3 +209,22 @@ def test_every_hook_says_when_pytest_calls_it():
                if isinstance(node, ast.FunctionDef) and node.name.startswith("pytest_")
                and not ast.get_docstring(node)]
     assert missing == []
+
+
+def test_the_import_lines_the_docs_show_resolve():
+    """Every ``from pytest_privleak... import ...`` line in README.md and docs/ names things that exist."""
+    import importlib
+    import re
+
+    root = PACKAGE.parent
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    line = re.compile(r"^from (pytest_privleak[\w.]*) import ([\w, ]+)$", re.M)
+    seen = 0
+    for page in pages:
+        for module, names in line.findall(page.read_text(encoding="utf-8")):
+            imported = importlib.import_module(module)
+            for name in (part.strip() for part in names.split(",")):
+                assert hasattr(imported, name) or importlib.util.find_spec(f"{module}.{name}"), \
+                    f"{page.name}: from {module} import {name}"
+                seen += 1
+    assert seen > 10

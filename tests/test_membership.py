@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from pytest_privleak.attacks.membership import (auc_from_statistics, auc_interval, delong_variance,
+from pytest_privleak.attacks.membership.attack import (auc_from_statistics, auc_interval, delong_variance,
                                                 membership_inference, tpr_at_fpr)
-from pytest_privleak.attacks.membership_assertion import assert_membership_auc_at_most, measure_membership
+from pytest_privleak.attacks.membership.assertion import assert_membership_auc_at_most, measure_membership
 from pytest_privleak.data.types import Utterance
 from pytest_privleak.results import set_sink
 from pytest_privleak import expect_leak

@@ -13,10 +13,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from pytest_privleak.attacks import membership_references
-from pytest_privleak.attacks.membership_assertion import (assert_membership_auc_at_most, assert_membership_tpr_at_most,
+from pytest_privleak.attacks.membership import references as membership_references
+from pytest_privleak.attacks.membership.assertion import (assert_membership_auc_at_most, assert_membership_tpr_at_most,
                                                           measure_membership)
-from pytest_privleak.attacks.membership_references import TargetRecipe, train_references
+from pytest_privleak.attacks.membership.references import TargetRecipe, train_references
 from pytest_privleak.data.synthetic import generate_snips_like
 from pytest_privleak.data.types import Utterance
 

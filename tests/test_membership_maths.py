@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from pytest_privleak.attacks.membership import auc_from_statistics
-from pytest_privleak.attacks.membership_lira import fit_gaussians, lira_offline, lira_online, logit_confidence
-from pytest_privleak.attacks.membership_rmia import log_marginal, log_ratio, rmia_scores
+from pytest_privleak.attacks.membership.attack import auc_from_statistics
+from pytest_privleak.attacks.membership.lira import fit_gaussians, lira_offline, lira_online, logit_confidence
+from pytest_privleak.attacks.membership.rmia import log_marginal, log_ratio, rmia_scores
 from pytest_privleak.finite import NonFiniteError
 
 
@@ -142,7 +142,7 @@ def test_nan_scores_are_refused_by_name():
 def test_offline_a_is_tuned_on_the_references_own_members():
     # 4 references on halves of 400 population records. Records' log-probabilities are -difficulty (+1 when a
     # reference trained on them); difficulties of many nats make Pr_OUT tiny, so a small a reads only the loss.
-    from pytest_privleak.attacks.membership_rmia import tune_offline_a
+    from pytest_privleak.attacks.membership.rmia import tune_offline_a
 
     rng = np.random.default_rng(2)
     n, k = 400, 4

@@ -7,8 +7,8 @@ import zlib
 import numpy as np
 import pytest
 
-from pytest_privleak.attacks.membership import membership_inference
-from pytest_privleak.attacks.membership_reference_free import min_k_statistic, zlib_bits, zlib_statistic
+from pytest_privleak.attacks.membership.attack import membership_inference
+from pytest_privleak.attacks.membership.reference_free import min_k_statistic, zlib_bits, zlib_statistic
 from pytest_privleak.data.types import Utterance
 from pytest_privleak.finite import NonFiniteError
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_privleak.attacks.membership import membership_inference
-from pytest_privleak.attacks.membership_assertion import assert_membership_tpr_at_most, measure_membership
-from pytest_privleak.attacks.membership_methods import DistributionShiftWarning
-from pytest_privleak.attacks.membership_records import as_utterances, redacted
-from pytest_privleak.attacks.membership_references import ReferenceSet, TargetRecipe, half_masks, train_references
+from pytest_privleak.attacks.membership.attack import membership_inference
+from pytest_privleak.attacks.membership.assertion import assert_membership_tpr_at_most, measure_membership
+from pytest_privleak.attacks.membership.methods import DistributionShiftWarning
+from pytest_privleak.attacks.membership.records import as_utterances, redacted
+from pytest_privleak.attacks.membership.references import ReferenceSet, TargetRecipe, half_masks, train_references
 from pytest_privleak.data.types import Utterance
 from pytest_privleak import expect_leak
 

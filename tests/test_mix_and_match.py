@@ -14,10 +14,10 @@ import math
 import pytest
 import torch
 
-from pytest_privleak.attacks.mix_and_match import frankenstein, mid_rank, mix_and_match
-from pytest_privleak.attacks.mix_and_match_assertion import (assert_mix_and_match_rank_at_least,
+from pytest_privleak.attacks.mix_and_match.attack import frankenstein, mid_rank, mix_and_match
+from pytest_privleak.attacks.mix_and_match.assertion import (assert_mix_and_match_rank_at_least,
                                                              measure_mix_and_match)
-from pytest_privleak.attacks.mix_and_match_canaries import (contradicting_canaries, inject_mask_canaries,
+from pytest_privleak.attacks.mix_and_match.canaries import (contradicting_canaries, inject_mask_canaries,
                                                             mask_canary, organic_canary, random_canary)
 from pytest_privleak.data.synthetic import generate_snips_like
 from pytest_privleak import expect_leak
@@ -122,7 +122,7 @@ def test_band_canaries_use_training_words(data):
 
 def test_tied_generator_scores_do_not_lose_the_secret(model, monkeypatch):
     """Every candidate tied in the generator's logits: the mid-rank is half the vocabulary and the attack runs."""
-    from pytest_privleak.attacks.mix_and_match import MixAndMatchModel, as_attack_model
+    from pytest_privleak.attacks.mix_and_match.attack import MixAndMatchModel, as_attack_model
 
     attack = as_attack_model(model)
     monkeypatch.setattr(MixAndMatchModel, "generation_scores",
@@ -135,7 +135,7 @@ def test_tied_generator_scores_do_not_lose_the_secret(model, monkeypatch):
 # --------------------------------------------------------------------------- exposure from the rank (§4.3, [5])
 
 def _ranking(method: str, rank: float, rank_range: tuple[int, int], scored: int, vocabulary: int = 512):
-    from pytest_privleak.attacks.mix_and_match import CanaryRanking
+    from pytest_privleak.attacks.mix_and_match.attack import CanaryRanking
 
     return CanaryRanking(TOWELS, method, rank, rank_range, vocabulary, 1.0, scored, None, None, ())
 
@@ -159,7 +159,7 @@ def test_exposure_from_the_rank_by_hand(method, rank, rank_range, scored, bits, 
 
 
 def test_exposure_gate_fails_on_the_repeated_canary(model):
-    from pytest_privleak.attacks.exposure_assertion import assert_exposure_below
+    from pytest_privleak.attacks.exposure.assertion import assert_exposure_below
 
     with expect_leak() as info:
         assert_exposure_below(model, TOWELS, max_bits=4.0, name="towels exposure")
@@ -178,8 +178,8 @@ def test_exposure_gate_fails_on_the_repeated_canary(model):
 
 
 def test_exposure_gate_passes_a_never_injected_canary(model):
-    from pytest_privleak.attacks.exposure import compute_exposure
-    from pytest_privleak.attacks.exposure_assertion import assert_exposure_below
+    from pytest_privleak.attacks.exposure.attack import compute_exposure
+    from pytest_privleak.attacks.exposure.assertion import assert_exposure_below
 
     result = assert_exposure_below(model, NEVER, max_bits=4.0, name="never injected exposure")
     print("\n" + result.explain())
@@ -191,7 +191,7 @@ def test_exposure_gate_passes_a_never_injected_canary(model):
 
 def test_exposure_by_the_paper_attack_bounds_the_exact_figure(model):
     """method='mix-and-match' prunes the generator's top `references` candidates: an upper bound on the exact."""
-    from pytest_privleak.attacks.exposure import compute_exposure
+    from pytest_privleak.attacks.exposure.attack import compute_exposure
 
     exact = compute_exposure(model, NEVER, method="exact")
     pruned = compute_exposure(model, NEVER, method="mix-and-match", references=50)
@@ -235,7 +235,7 @@ def _held_out_mlm_loss(franken, tokenizer, sentences) -> float:
 
 def test_head_refit_on_public_sentences_fits_the_fine_tuned_encoder(model):
     """§4.3.1's option: the head re-fit on public text, encoder frozen; same numbers twice."""
-    from pytest_privleak.attacks.mix_and_match import mix_and_match_model
+    from pytest_privleak.attacks.mix_and_match.attack import mix_and_match_model
     from pytest_privleak.data.public_corpus import generate_public_corpus
 
     public, held_out = generate_public_corpus(400, seed=5), generate_public_corpus(200, seed=6)

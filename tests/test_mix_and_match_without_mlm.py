@@ -25,11 +25,11 @@ pytest.importorskip("transformers")
 from helpers_transformers import bert_config, dataset_words, fine_tune, word_tokenizer  # noqa: E402
 
 from pytest_privleak import expect_leak  # noqa: E402
-from pytest_privleak.attacks.exposure import compute_exposure  # noqa: E402
-from pytest_privleak.attacks.exposure_assertion import assert_exposure_below  # noqa: E402
-from pytest_privleak.attacks.mix_and_match import NO_GENERATOR, mix_and_match, mix_and_match_model  # noqa: E402
-from pytest_privleak.attacks.mix_and_match_assertion import assert_mix_and_match_rank_at_least  # noqa: E402
-from pytest_privleak.attacks.mix_and_match_canaries import (contradicting_canaries,  # noqa: E402
+from pytest_privleak.attacks.exposure.attack import compute_exposure  # noqa: E402
+from pytest_privleak.attacks.exposure.assertion import assert_exposure_below  # noqa: E402
+from pytest_privleak.attacks.mix_and_match.attack import NO_GENERATOR, mix_and_match, mix_and_match_model  # noqa: E402
+from pytest_privleak.attacks.mix_and_match.assertion import assert_mix_and_match_rank_at_least  # noqa: E402
+from pytest_privleak.attacks.mix_and_match.canaries import (contradicting_canaries,  # noqa: E402
                                                             inject_mask_canaries, mask_canary)
 from pytest_privleak.data.synthetic import generate_snips_like  # noqa: E402
 

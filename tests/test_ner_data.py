@@ -3,7 +3,7 @@ from collections import defaultdict
 
 import pytest
 
-from pytest_privleak.attacks.d_exposure import exclusive_class_words
+from pytest_privleak.attacks.exposure.discriminative import exclusive_class_words
 from pytest_privleak.data.conll import NER_INTENT, load_conll, load_conll_split, write_conll
 from pytest_privleak.data.loaders import DataFormatError
 from pytest_privleak.data.synthetic_ner import NER_CLASSES, ambiguous_words, generate_ner_like

@@ -123,7 +123,7 @@ def test_in_a_pytest_run_the_second_run_trains_nothing_and_attacks_nothing(pytes
         import pytest
         from own_model_fixture import bag
         from pytest_privleak import assert_exposure_below, PrivacyLeakError
-        from pytest_privleak.attacks.exposure import compute_exposure
+        from pytest_privleak.attacks.exposure.attack import compute_exposure
 
         class Scored(bag.Adapter):
             '''The exposure protocol: lower score = likelier (the intent's cross-entropy of the mean embedding).'''

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from pytest_privleak.attacks.pii_exposure import audit_pii
-from pytest_privleak.attacks.pii_exposure_assertion import (assert_pii_exposure_below, assert_pii_extraction_at_most,
+from pytest_privleak.attacks.extraction.pii.attack import audit_pii
+from pytest_privleak.attacks.extraction.pii.assertion import (assert_pii_exposure_below, assert_pii_extraction_at_most,
                                                             measure_pii_exposure, measure_pii_extraction)
 from pytest_privleak.data.pii_detectors import AddressDetector, NameListDetector
 from pytest_privleak.results import expect_leak
@@ -146,7 +146,7 @@ REPORT_SUITE = '''
 from pathlib import Path
 
 import numpy as np
-from pytest_privleak.attacks.pii_exposure_assertion import assert_pii_extraction_at_most
+from pytest_privleak.attacks.extraction.pii.assertion import assert_pii_extraction_at_most
 
 
 class Memorised:

@@ -16,7 +16,7 @@ SUITE = '''
 import json, pathlib
 import numpy as np
 from pytest_privleak.assertions import check
-from pytest_privleak.attacks.membership_assertion import assert_membership_auc_at_most
+from pytest_privleak.attacks.membership.assertion import assert_membership_auc_at_most
 from pytest_privleak.results import LeakResult
 
 V = json.loads(pathlib.Path(__file__).with_name("values.json").read_text())

@@ -12,9 +12,9 @@ import torch
 from torch import nn
 
 from pytest_privleak.attacks import remedies
-from pytest_privleak.attacks.exposure_assertion import measure_exposure
-from pytest_privleak.attacks.membership_assertion import measure_membership
-from pytest_privleak.attacks.mix_and_match_canaries import contradicting_canaries, inject_mask_canaries, mask_canary
+from pytest_privleak.attacks.exposure.assertion import measure_exposure
+from pytest_privleak.attacks.membership.assertion import measure_membership
+from pytest_privleak.attacks.mix_and_match.canaries import contradicting_canaries, inject_mask_canaries, mask_canary
 from pytest_privleak.canaries import canary, inject_canaries
 from pytest_privleak.data.synthetic import generate_snips_like
 from pytest_privleak.targets.seeds import SeedModels

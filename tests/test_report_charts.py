@@ -12,7 +12,7 @@ import pytest
 
 from pytest_privleak.report.html import chart_groups, render_html, worse_direction
 from pytest_privleak.report.model import build_report, make_test_entry
-from pytest_privleak.report.svg import Bar, bar_chart, nice_axis, sig3
+from pytest_privleak.report.charts.svg import Bar, bar_chart, nice_axis, sig3
 from pytest_privleak.results import LeakResult
 
 
@@ -110,7 +110,7 @@ def test_a_passing_cea_shows_the_truths_rank_and_hdt_beside_its_accuracy():
 
 
 def test_the_cea_remedy_fits_the_model_family():
-    from pytest_privleak.attacks.cea_assertion import REMEDY, TRANSFORMERS_REMEDY, remedy_for
+    from pytest_privleak.attacks.cea.assertion import REMEDY, TRANSFORMERS_REMEDY, remedy_for
 
     assert remedy_for("JointNLUTarget") == REMEDY and "character embeddings" in REMEDY
     assert remedy_for("TransformersClassifier") == TRANSFORMERS_REMEDY

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_privleak.report.dp_comparison import dp_rows, dp_section_html
+from pytest_privleak.report.charts.dp_comparison import dp_rows, dp_section_html
 from pytest_privleak.report.html import render_html
 from pytest_privleak.report.markdown import render_markdown
 from pytest_privleak.report.model import build_report, make_test_entry

@@ -6,8 +6,8 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from pytest_privleak.attacks.membership_figures import roc_curve
-from pytest_privleak.report.roc_chart import LEFT, SIZE, TOP, curves, roc_chart, roc_charts_html
+from pytest_privleak.attacks.membership.figures import roc_curve
+from pytest_privleak.report.charts.roc import LEFT, SIZE, TOP, curves, roc_chart, roc_charts_html
 
 SVG = "{http://www.w3.org/2000/svg}"
 

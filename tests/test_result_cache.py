@@ -11,10 +11,10 @@ import torch
 from helpers_models import QuadraticModel
 from helpers_result_cache import active_result_cache, drop_cache_line, leak_message, without_cache_line
 from pytest_privleak.cache import results as rc
-from pytest_privleak.attacks.cea_assertion import assert_cea_accuracy_at_most, measure_cea
-from pytest_privleak.attacks.d_exposure_assertion import assert_d_exposure_below
-from pytest_privleak.attacks.exposure_assertion import assert_exposure_below, measure_exposure
-from pytest_privleak.attacks.membership_assertion import assert_membership_auc_at_most
+from pytest_privleak.attacks.cea.assertion import assert_cea_accuracy_at_most, measure_cea
+from pytest_privleak.attacks.exposure.discriminative_assertion import assert_d_exposure_below
+from pytest_privleak.attacks.exposure.assertion import assert_exposure_below, measure_exposure
+from pytest_privleak.attacks.membership.assertion import assert_membership_auc_at_most
 from pytest_privleak.canaries import DIGITS, canary
 from pytest_privleak.data.types import Utterance
 from pytest_privleak.ldp import OME, SUE

@@ -11,9 +11,9 @@ import hashlib
 import pytest
 import torch
 
-from pytest_privleak.attacks.cea import extract
-from pytest_privleak.attacks.cea_assertion import _scores_every_secret
-from pytest_privleak.attacks.exposure import compute_exposure
+from pytest_privleak.attacks.cea.attack import extract
+from pytest_privleak.attacks.cea.assertion import _scores_every_secret
+from pytest_privleak.attacks.exposure.attack import compute_exposure
 from pytest_privleak.cache import results as rc
 from pytest_privleak.canaries import canary, inject_canaries
 from pytest_privleak.data import generate_snips_like

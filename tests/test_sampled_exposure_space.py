@@ -14,10 +14,10 @@ import math
 import numpy as np
 import pytest
 
-from pytest_privleak.attacks.exposure import compute_exposure, distinct_references, sampled_from_scores
+from pytest_privleak.attacks.exposure.attack import compute_exposure, distinct_references, sampled_from_scores
 from pytest_privleak.attacks.inconclusive import InconclusiveAuditError
-from pytest_privleak.attacks.pii_exposure import audit_pii
-from pytest_privleak.attacks.pii_exposure_assertion import assert_pii_exposure_below, assert_pii_extraction_at_most
+from pytest_privleak.attacks.extraction.pii.attack import audit_pii
+from pytest_privleak.attacks.extraction.pii.assertion import assert_pii_exposure_below, assert_pii_extraction_at_most
 from pytest_privleak.canaries import canary
 from pytest_privleak.data.pii_detectors import AddressDetector, NameListDetector
 from pytest_privleak.results import expect_leak

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pytest_privleak import assertions, results
-from pytest_privleak.attacks.membership_assertion import measure_membership as undispatched_measure
+from pytest_privleak.attacks.membership.assertion import measure_membership as undispatched_measure
 from pytest_privleak.attacks.over_seeds import run_over_seeds, seed_sets
 from pytest_privleak.results import LeakResult, record
 from pytest_privleak.targets.seeds import OneDrawWarning, SeedModels

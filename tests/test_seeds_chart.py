@@ -2,7 +2,7 @@
 import xml.etree.ElementTree as ET
 
 from pytest_privleak.report.gate import compare
-from pytest_privleak.report.seed_chart import seed_charts_html, seed_rows
+from pytest_privleak.report.charts.seeds import seed_charts_html, seed_rows
 
 SVG = "{http://www.w3.org/2000/svg}"
 

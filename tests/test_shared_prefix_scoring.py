@@ -19,7 +19,7 @@ from helpers_transformers import word_tokenizer  # noqa: E402
 from pytest_privleak.adapters import causal_prefix, from_transformers  # noqa: E402
 from pytest_privleak.adapters.causal_prefix import make_plan  # noqa: E402
 from pytest_privleak.attacks.candidates import enumerate_space  # noqa: E402
-from pytest_privleak.attacks.exposure import compute_exposure  # noqa: E402
+from pytest_privleak.attacks.exposure.attack import compute_exposure  # noqa: E402
 from pytest_privleak.canaries import canary, custom_pattern  # noqa: E402
 from pytest_privleak.data.types import Utterance  # noqa: E402
 

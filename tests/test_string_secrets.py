@@ -128,7 +128,7 @@ def test_a_word_the_tokenizer_cannot_spell_is_refused_by_exposure():
 
     from pytest_privleak.adapters import from_transformers
     from pytest_privleak.attacks.candidates import OutOfVocabularyError
-    from pytest_privleak.attacks.exposure import compute_exposure
+    from pytest_privleak.attacks.exposure.attack import compute_exposure
 
     tokenizer = word_tokenizer(["my", "pin", "is"])     # no digit pieces at all
     model = BertForSequenceClassification(bert_config(len(tokenizer), ["PinIntent", "Other"])).eval()

@@ -210,7 +210,7 @@ def test_vocabulary_words_read_their_own_letters_through_W(model, pin):
 
 def test_a_v0_token_the_corpus_never_says_is_attackable():
     """Issue 12: generate_snips_like(n_train=200) never says '7'; the pin's V0 must still have a row."""
-    from pytest_privleak.attacks.cea import extract
+    from pytest_privleak.attacks.cea.attack import extract
 
     base = generate_snips_like(n_train=200, n_valid=20, n_test=10, seed=0)
     assert "7" not in base.vocabulary

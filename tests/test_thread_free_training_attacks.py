@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import torch
 
-from pytest_privleak.attacks.mix_and_match import mix_and_match
-from pytest_privleak.attacks.mix_and_match_assertion import _result as mix_and_match_result
-from pytest_privleak.attacks.mix_and_match_canaries import contradicting_canaries, inject_mask_canaries, mask_canary
+from pytest_privleak.attacks.mix_and_match.attack import mix_and_match
+from pytest_privleak.attacks.mix_and_match.assertion import _result as mix_and_match_result
+from pytest_privleak.attacks.mix_and_match.canaries import contradicting_canaries, inject_mask_canaries, mask_canary
 from pytest_privleak.cache import results as rc
 from pytest_privleak.data.synthetic import generate_snips_like
 from pytest_privleak.embeddings import keywords

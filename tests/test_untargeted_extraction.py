@@ -10,10 +10,10 @@ import torch
 from helpers_generation import RECORDS, UNSEEN_RECORDS, leaky_gpt2, leaky_lstm
 from pytest_privleak.adapters.generation import generator_for, sample
 from pytest_privleak.attacks.inconclusive import InconclusiveAuditError
-from pytest_privleak.attacks.untargeted_extraction import (emitted_spans, outermost, span_index,
+from pytest_privleak.attacks.extraction.untargeted import (emitted_spans, outermost, span_index,
                                                            teacher_forced_log_prob, untargeted_extraction,
                                                            zlib_bits)
-from pytest_privleak.attacks.untargeted_extraction_assertion import (assert_untargeted_extraction_at_most,
+from pytest_privleak.attacks.extraction.untargeted_assertion import (assert_untargeted_extraction_at_most,
                                                                      measure_untargeted_extraction)
 from pytest_privleak.results import expect_leak
 from pytest_privleak.stats import clopper_pearson

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from pytest_privleak.attacks.inconclusive import InconclusiveAuditError
-from pytest_privleak.attacks.untargeted_extraction import emitted_records, untargeted_extraction, whole_record_index
-from pytest_privleak.attacks.untargeted_extraction_assertion import (assert_untargeted_extraction_at_most,
+from pytest_privleak.attacks.extraction.untargeted import emitted_records, untargeted_extraction, whole_record_index
+from pytest_privleak.attacks.extraction.untargeted_assertion import (assert_untargeted_extraction_at_most,
                                                                      measure_untargeted_extraction)
 from pytest_privleak.results import expect_leak
 

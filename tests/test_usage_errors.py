@@ -44,7 +44,7 @@ CASES = {
 TEAM_FILE = """from pytest_privleak import (assert_exposure_below, assert_keyword_inference_at_most,
                              assert_membership_auc_at_most, assert_mix_and_match_rank_at_least,
                              measure_keyword_inference)
-from pytest_privleak.attacks.mix_and_match_canaries import mask_canary
+from pytest_privleak.attacks.mix_and_match.canaries import mask_canary
 """
 
 

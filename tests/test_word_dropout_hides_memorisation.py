@@ -22,7 +22,7 @@ import random
 import pytest
 import torch
 
-from pytest_privleak.attacks.cea import extract
+from pytest_privleak.attacks.cea.attack import extract
 from pytest_privleak.cache.targets import TargetCache
 from pytest_privleak.canaries import canary, inject_canaries
 from pytest_privleak.data.synthetic import _split, load_grammar, reserve_unseen

@@ -200,7 +200,7 @@ class TransformersClassifier:
 
     def require_single_pieces(self, tokens: Sequence[str], *, role: str = "canary tokens") -> None:
         """Raise ``OutOfVocabularyError`` naming every token of ``tokens`` that is not a single piece, and why."""
-        from ..attacks.candidates import OutOfVocabularyError
+        from ..protocols import OutOfVocabularyError
 
         known = set(self.vocabulary)
         missing = [t for t in dict.fromkeys(tokens) if t not in known]

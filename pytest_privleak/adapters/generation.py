@@ -36,7 +36,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import torch
 
-from ..attacks.candidates import OutOfVocabularyError
+from ..protocols import OutOfVocabularyError
 from ..finite import require_finite
 
 GENERATION_METHODS = ("greedy", "beam", "sampling")

@@ -180,7 +180,7 @@ class CausalLMScorer(_LMScorer):
         """``log Pr(x_t | x_<t)`` (nats) of every scored piece of each utterance, float64 rows.
 
         The per-token view of :meth:`score` (each row sums to ``-score * ln 2``), for Min-K% Prob
-        (:mod:`pytest_privleak.attacks.membership_reference_free`).
+        (:mod:`pytest_privleak.attacks.membership.reference_free`).
         """
         rows = self._rows(utterances)
         out: list[np.ndarray] = []

@@ -17,16 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..protocols import OutOfVocabularyError  # noqa: F401  (re-exported: raised by the scorers here)
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..canaries import Canary, CanaryPattern
     from ..protocols import SoftInputModel
 
 #: Largest space the exhaustive attack enumerates unless told otherwise (12^4 colours fit, 10^6 pins do not).
 DEFAULT_BUDGET = 100_000
-
-
-class OutOfVocabularyError(ValueError):
-    """A canary token has no row in the model's embedding matrix, so no attack can feed it."""
 
 
 def pattern_of(canary_or_pattern: "Canary | CanaryPattern") -> "CanaryPattern":

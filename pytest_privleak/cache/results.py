@@ -290,13 +290,13 @@ def _canonical_results(results: list[dict]) -> str:
 
 
 def _encoded(result: LeakResult) -> dict:
-    from ..report.model import encode
+    from ..results import encode
 
     return encode(result.to_json())
 
 
 def _decoded(data: dict) -> LeakResult:
-    from ..report.model import decode_result
+    from ..results import decode_result
 
     return LeakResult.from_json(decode_result(data))
 

@@ -342,7 +342,7 @@ def _is_privacy_test(item: pytest.Item) -> bool:
 
 def _encoded(results, declared: bool) -> list[dict]:
     """Results as JSON-safe dicts, each saying whether it is a declared (expected) leak."""
-    from ..report.model import encode
+    from ..results import encode
 
     out = []
     for r in results:

@@ -18,9 +18,9 @@ Each test and worker names its host (``--tx ssh=h1`` workers: ``h1``; ``-n N``:
 
 Results are keyed by (node id, position in the test), so the merged set is
 the same with no xdist, ``-n 2`` and ``-p no:xdist``. Both channels carry
-results encoded by :func:`report.model.encode` (plain builtins, non-finite
+results encoded by :func:`results.encode` (plain builtins, non-finite
 floats as strings: execnet refuses numpy scalars); the recorder decodes them
-with :func:`report.model.decode_result`, the same way in every mode.
+with :func:`results.decode_result`, the same way in every mode.
 
 A test marked xfail whose assertion failed is recorded with outcome
 ``xfailed``; the report shows its leaks as "expected leak".
@@ -39,7 +39,7 @@ import pytest
 
 from ..distribute.placement import HOST_KEY
 from ..report.lines import Line, alarm, plain
-from ..report.model import decode_result, encode, figure
+from ..results import decode_result, encode, figure
 from ..results import LeakResult, _fmt
 
 PAYLOAD_KEY = "privleak"
@@ -358,7 +358,7 @@ class ResultCollector(Recorder):
         """Compare with the baseline (if any) into ``report["baseline"]``; the exit status it asks for."""
         from ..report.gate import compare, failed_comparison, gate_exit
         from ..report.keys import key_problems
-        from ..report.model import encode
+        from ..results import encode
 
         settings = self.settings
         if self.baseline is None:

@@ -15,12 +15,12 @@ from html import escape
 from typing import Any
 
 from ..results import _fmt
-from .dp_comparison import dp_section_html
+from .charts.dp_comparison import dp_section_html
 from .model import (EXPECTED_INCONCLUSIVE, INCONCLUSIVE, failures_first, figure, is_expected_leak,
                     shown_verdict, worker_name)
-from .roc_chart import roc_charts_html
-from .seed_chart import seed_charts_html
-from .svg import Bar, bar_chart, sig3
+from .charts.roc import roc_charts_html
+from .charts.seeds import seed_charts_html
+from .charts.svg import Bar, bar_chart, sig3
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 CSS = """

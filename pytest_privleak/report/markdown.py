@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .dp_comparison import dp_rows
+from .charts.dp_comparison import dp_rows
 from .gate import gate_lines
 from .html import _interval, _limit, _num
 from .model import EXPECTED_INCONCLUSIVE, EXPECTED_LEAK, failures_first, shown_verdict

@@ -37,14 +37,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 from typing import Any, Iterable
+
+from ..results import FIGURE_FIELDS, decode_result, encode, figure  # noqa: F401  (the result codec, one layer down)
 
 SCHEMA_ID = "pytest-privleak/report"
 SCHEMA_VERSION = 1
-_NONFINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
-# LeakResult fields that hold figures (numbers or None), decoded back to floats on load.
-FIGURE_FIELDS = ("value", "threshold", "confidence", "chance", "ceiling", "tolerance")
 #: How a declared failing result (a test marked xfail, or recorded inside ``expect_leak``) is shown:
 #: visible, but not counted in the LEAK banner.
 EXPECTED_LEAK = "expected leak"
@@ -70,65 +68,6 @@ def target_hash(target: dict[str, Any] | None) -> str | None:
         if isinstance(value, str) and value:
             return value
     return None
-
-
-def encode(obj: Any) -> Any:
-    """Make ``obj`` strict-JSON safe: non-finite floats become strings, tuples lists, others ``str``.
-
-    Subclasses of the builtins (``numpy.float64`` is a ``float``) come back as the plain builtin,
-    so the result also crosses xdist's execnet channel, which accepts only exact builtin types.
-    """
-    if isinstance(obj, float):
-        if math.isnan(obj):
-            return "NaN"
-        if math.isinf(obj):
-            return "Infinity" if obj > 0 else "-Infinity"
-        return float(obj)
-    if obj is None:
-        return obj
-    if isinstance(obj, bool):
-        return bool(obj)
-    if isinstance(obj, int):
-        return int(obj)
-    if isinstance(obj, str):
-        return str(obj)
-    if isinstance(obj, dict):
-        return {str(k): encode(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [encode(v) for v in obj]
-    if hasattr(obj, "tolist"):
-        return encode(obj.tolist())
-    return str(obj)
-
-
-def figure(value: Any) -> float | None:
-    """Decode a figure written by :func:`encode` back to a float (``None`` stays ``None``)."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return _NONFINITE.get(value, math.nan)
-    return float(value)
-
-
-def decode_result(data: dict[str, Any]) -> dict[str, Any]:
-    """A ``LeakResult.to_json`` dict passed through :func:`encode`, with its figures floats again.
-
-    The figure fields, the interval and ``extra`` are decoded (``"Infinity"`` back to ``inf``);
-    ``evidence`` and ``target`` stay as encoded (free-form, JSON-safe by contract). The plugin
-    encodes every result on the worker and decodes it here, with or without xdist, so
-    ``LeakResult.from_json`` sees the same values either way.
-    """
-    out = dict(data)
-    for name in FIGURE_FIELDS:
-        if name in out:
-            out[name] = figure(out[name])
-    if out.get("interval") is not None:
-        out["interval"] = [figure(v) for v in out["interval"]]
-    if isinstance(out.get("extra"), dict):
-        out["extra"] = {k: figure(v) for k, v in out["extra"].items()}
-    if isinstance(out.get("per_seed"), list):  # the figure of each training seed (issue 26)
-        out["per_seed"] = [figure(v) for v in out["per_seed"]]
-    return out
 
 
 def worker_name(worker: dict[str, Any]) -> str:

@@ -52,7 +52,7 @@ shrinks to about 0.2 nats but the pin still ranks first, and early stopping
 the canary's validation copies, keeps falling. The §6 defences blunt the
 gradient attack; they do not hide a 100-times repeated pin from exhaustive
 scoring. (The paper's defence results concern the gradient attack of §3.1;
-that attack lives in ``attacks/cea.py`` and was not measured here.)
+that attack lives in ``attacks/cea/attack.py`` and was not measured here.)
 
 DP-SGD (``dp={"epsilon": 8, "delta": 1e-5, "max_grad_norm": 1.0}``, not in
 the paper, whose §7 names differential privacy as future work) trains the same

@@ -166,7 +166,7 @@ class LSTMLanguageModel(TrainedTarget):
     def token_log_probs(self, utterances: Sequence) -> list[np.ndarray]:
         """``log Pr`` (nats) of each token of each utterance and of its ``</s>``, as :meth:`score` reads them.
 
-        The per-token view Min-K% Prob needs (:mod:`pytest_privleak.attacks.membership_reference_free`);
+        The per-token view Min-K% Prob needs (:mod:`pytest_privleak.attacks.membership.reference_free`);
         each row sums to ``-score(u) * ln 2``.
         """
         encoded = [self.vocab.token_ids(u.tokens) for u in utterances]

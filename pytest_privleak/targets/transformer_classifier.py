@@ -5,7 +5,7 @@ pretrained masked LM, fine-tunes it as a sequence classifier on private data
 (here: the intents of the NLU dataset), and ships the classifier. The Mix And
 Match attack (§4.3.1) needs the base model's *generation head* as it was
 before fine-tuning, so the target keeps the whole base masked LM beside the
-classifier (``generator``); :func:`pytest_privleak.attacks.mix_and_match.frankenstein`
+classifier (``generator``); :func:`pytest_privleak.attacks.mix_and_match.attack.frankenstein`
 joins the fine-tuned encoder with that head.
 
 Bases (``base=``):

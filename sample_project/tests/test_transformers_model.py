@@ -9,7 +9,7 @@ your own model folder for the real thing.
 import pytest
 
 from pytest_privleak import PrivacyLeakError, assert_exposure_below, assert_mix_and_match_rank_at_least
-from pytest_privleak.attacks.mix_and_match_canaries import contradicting_canaries, inject_mask_canaries, mask_canary
+from pytest_privleak.attacks.mix_and_match import contradicting_canaries, inject_mask_canaries, mask_canary
 
 NEVER_SAID = mask_canary("i bought new umbrella .", "AddToPlaylist")
 # three purchases that differ by one word and disagree on the label (§5.3), each said 10 times
