@@ -1,4 +1,5 @@
-"""Atomic file and directory writes: readers see the old content or the new, never half of it."""
+"""Atomic file and directory writes: readers see the old content or the new, never half of it; and whether the
+process that wrote a file (a lock, a progress channel) still runs."""
 from __future__ import annotations
 
 import os
@@ -38,3 +39,18 @@ def publish_dir_atomic(staging: Path, final: Path) -> Path:
         shutil.rmtree(final)
     os.rename(staging, final)
     return final
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this PID runs on this host (a recycled PID reads as alive)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return True
+    return True

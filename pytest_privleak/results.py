@@ -156,6 +156,13 @@ class LeakResult:
         return cls(**fields)
 
 
+def target_facts(target: Any) -> dict:
+    """JSON-safe facts about a target for ``LeakResult.target`` (``describe()`` when it has one)."""
+    describe = getattr(target, "describe", None)
+    facts = describe() if callable(describe) else {}
+    return {"class": type(target).__name__, **(facts if isinstance(facts, dict) else {})}
+
+
 # --- recording: every result reaches the plugin, from any thread ----------------------------
 # The plugin installs one recorder per process (set_recorder) and attributes each result to the test or
 # fixture running when it arrives; outside pytest results are simply returned. set_sink diverts this

@@ -5,7 +5,8 @@ import json
 import pytest
 
 from pytest_privleak.report.merge import MergeError, load_shard
-from pytest_privleak.distribute.sharding import ShardError, parse_shard, read_durations
+from pytest_privleak.distribute.sharding import ShardError, parse_shard
+from pytest_privleak.report.reader import read_durations
 
 SHARD_FIX = r"write --privleak-shard=I/N with whole numbers 1 <= I <= N"
 

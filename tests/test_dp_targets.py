@@ -19,8 +19,8 @@ from pytest_privleak.attacks.exposure.assertion import assert_exposure_below, me
 from pytest_privleak.cache.targets import TargetCache, content_hash
 from pytest_privleak.canaries import canary, inject_canaries
 from pytest_privleak.data.synthetic import generate_snips_like
-from pytest_privleak.dp.opacus_crf import crf_grad_sample, crf_log_likelihood
-from pytest_privleak.dp.opacus_training import DPConfig, PrivateTraining, dp_config
+from pytest_privleak.targets.dp_sgd.crf import crf_grad_sample, crf_log_likelihood
+from pytest_privleak.targets.dp_sgd.opacus import DPConfig, PrivateTraining, dp_config
 from pytest_privleak.targets import train_target
 from pytest_privleak.targets.joint_nlu import JointNLUConfig, SentenceCRF
 from pytest_privleak.targets.training import TrainingHistory, key_config

@@ -89,6 +89,42 @@ def test_the_package_has_no_import_cycle():
     assert cycles(import_graph(modules())) == []
 
 
+def wing_of(module: str) -> str:
+    """The wing a module sits in; an attack family counts as a wing of its own (``attacks.membership``)."""
+    parts = module.split(".")
+    if len(parts) > 2 and parts[1] == "attacks" and parts[2] in FAMILIES:
+        return ".".join(parts[:3])
+    return ".".join(parts[:2])
+
+
+def wings_importing_each_other(graph: dict[str, set[str]]) -> list[tuple[str, str, str, str]]:
+    """Pairs of wings with imports both ways (an arrow that points up), each with one import of each way."""
+    one_way: dict[tuple[str, str], str] = {}
+    for module, imported in sorted(graph.items()):
+        for other in sorted(imported):
+            pair = (wing_of(module), wing_of(other))
+            if pair[0] != pair[1]:
+                one_way.setdefault(pair, f"{module} -> {other}")
+    return sorted((a, b, one_way[(a, b)], one_way[(b, a)]) for a, b in one_way if a < b and (b, a) in one_way)
+
+
+def test_layers_point_one_way_between_wings():
+    """No two wings import each other, also through a function-level import (issue 31): a piece both need
+    moves down (the result codec into ``results``, ``OutOfVocabularyError`` beside the protocols)."""
+    assert wings_importing_each_other(import_graph(modules())) == []
+
+
+def test_the_wing_check_finds_two_wings_that_import_each_other(tmp_path):
+    pkg = tmp_path / "pkg"
+    for wing in ("cache", "report"):
+        (pkg / wing).mkdir(parents=True)
+        (pkg / wing / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "cache" / "results.py").write_text("def load():\n    from ..report.model import encode\n")
+    (pkg / "report" / "model.py").write_text("from ..cache import results\n")
+    assert [pair[:2] for pair in wings_importing_each_other(import_graph(modules(pkg)))] == [("pkg.cache", "pkg.report")]
+
+
 def test_the_cycle_check_finds_a_cycle_through_a_function_level_import(tmp_path):
     pkg = tmp_path / "pkg"
     (pkg / "wing").mkdir(parents=True)

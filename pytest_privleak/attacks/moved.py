@@ -40,7 +40,7 @@ MOVED = {
     "attacks.pii_redaction": "attacks.extraction.pii.redaction",
     "attacks.mix_and_match_assertion": "attacks.mix_and_match.assertion",
     "attacks.mix_and_match_canaries": "attacks.mix_and_match.canaries",
-    "attacks.mix_and_match_exposure": "attacks.mix_and_match.exposure",
+    "attacks.mix_and_match_exposure": "attacks.exposure.mask_canary",
     "attacks.dp_training": "dp.audit",
     "attacks.dp_training_assertion": "dp.assertion",
 }

@@ -39,7 +39,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from ..progress import events as progress
-from ..atomic import write_text_atomic
+from ..atomic import pid_alive, write_text_atomic
 
 logger = logging.getLogger("pytest_privleak.cache")
 
@@ -126,21 +126,6 @@ def check_seconds(name: str, value, *, allow_none: bool) -> float | None:
         also = " or None to wait without limit" if allow_none else ""
         raise ValueError(f"{name}={value!r} must be a finite number of seconds > 0{also}")
     return float(value)
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this PID runs on this host (a recycled PID reads as alive)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OSError:
-        return True
-    return True
 
 
 @dataclass(frozen=True)

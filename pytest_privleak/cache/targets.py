@@ -48,9 +48,8 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from ..progress import events as progress
-from ..atomic import publish_dir_atomic, write_text_atomic
-from .lock import (CONFIGURED, DEFAULT_MESSAGE_EVERY, CacheLockTimeout, check_seconds, hold_lock,
-                         pid_alive)
+from ..atomic import pid_alive, publish_dir_atomic, write_text_atomic
+from .lock import CONFIGURED, DEFAULT_MESSAGE_EVERY, CacheLockTimeout, check_seconds, hold_lock
 from .manifest import MANIFEST, CacheEntryError, build_manifest, entry_problems, warn_unsigned
 
 __all__ = ["CacheDirError", "CacheEntryError", "CacheEntryWarning", "CacheLockTimeout", "DEFAULT_CACHE_DIR",

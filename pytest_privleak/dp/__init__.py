@@ -4,6 +4,6 @@ one-run and many-run lower bounds on epsilon, audit canaries, and DP-SGD trainin
 through Opacus (an optional extra, imported lazily).
 
 The bound maths (``one_run``, ``distinguish``, ``fdp``, ``steinke``) imports only numpy, scipy and,
-lazily, dp_accounting. This package's ``__init__`` imports nothing: ``targets.training`` imports
-``dp.opacus_training``, so an eager import here of a module that imports ``targets`` would make a cycle.
+lazily, dp_accounting; this package's ``__init__`` imports nothing. The audit trains through ``targets``,
+which sits below it (DP-SGD training of the built-in targets is ``targets.dp_sgd``).
 """

@@ -42,7 +42,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def _shard_settings(config: pytest.Config) -> dict | None:
     """``{"shard": Shard, "durations": dict | None, "digest": str | None}`` or ``None``; usage errors name the option."""
-    from ..distribute.sharding import ShardError, parse_shard, read_durations
+    from ..distribute.sharding import ShardError, parse_shard
+    from ..report.reader import read_durations
 
     value, path = config.getoption("privleak_shard"), config.getoption("privleak_shard_durations")
     if value is None and hasattr(config, "workerinput"):

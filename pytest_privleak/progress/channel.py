@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ..atomic import pid_alive
 from . import events as progress
 from .events import Event
 
@@ -63,8 +64,6 @@ class RunFolder:
     @classmethod
     def remove_stale(cls, parent: Path) -> list[Path]:
         """Remove the run folders in ``parent`` whose controller (a PID on this host) has exited."""
-        from ..cache.lock import pid_alive
-
         removed = []
         for folder in parent.glob(cls.PREFIX + "*"):
             try:

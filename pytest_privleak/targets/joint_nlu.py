@@ -56,10 +56,10 @@ that attack lives in ``attacks/cea/attack.py`` and was not measured here.)
 
 DP-SGD (``dp={"epsilon": 8, "delta": 1e-5, "max_grad_norm": 1.0}``, not in
 the paper, whose §7 names differential privacy as future work) trains the same
-network through Opacus (:mod:`pytest_privleak.dp.opacus_training`): the
+network through Opacus (:mod:`pytest_privleak.targets.dp_sgd.opacus`): the
 BiLSTM as Opacus's ``DPLSTM`` (same weights and maths, copied back into
 ``nn.LSTM``), the CRF with the exact per-sentence grad sampler of
-:mod:`pytest_privleak.dp.opacus_crf`. ``dp=None``, the default, is the paper's model.
+:mod:`pytest_privleak.targets.dp_sgd.crf`. ``dp=None``, the default, is the paper's model.
 """
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from torchcrf import CRF
 
-from ..dp.opacus_training import DPConfig, dp_config
+from .dp_sgd.opacus import DPConfig, dp_config
 from . import training
 from .base import TrainedTarget
 from .char_cnn import CharCNN
@@ -109,7 +109,7 @@ class JointNLUConfig:
     seen ``#(w)`` times in training reads ``<unk>`` with probability
     ``unk_alpha / (unk_alpha + #(w))`` (:mod:`.unk_training`); 0, the default,
     is the paper's model. ``dp``: train with DP-SGD at this ``(epsilon, delta)``
-    and per-sample clipping norm (:func:`~pytest_privleak.dp.opacus_training.dp_config`);
+    and per-sample clipping norm (:func:`~pytest_privleak.targets.dp_sgd.opacus.dp_config`);
     None, the default, trains without DP.
     """
 
@@ -155,7 +155,7 @@ class SentenceCRF(CRF):
 
     The same computation as ``CRF(..., reduction="none")``; tensor-only
     arguments let DP-SGD read the mask of each sentence (a forward hook never
-    sees keyword arguments; :mod:`pytest_privleak.dp.opacus_crf`). Its weights
+    sees keyword arguments; :mod:`pytest_privleak.targets.dp_sgd.crf`). Its weights
     are named as the plain CRF's.
     """
 

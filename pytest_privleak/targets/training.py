@@ -21,7 +21,7 @@
   total number of epochs), so a figure per epoch (d-exposure-discriminative
   Table 3, the curve of its §4.3) needs one training.
 * ``fit(..., dp=DPConfig)`` trains with DP-SGD through Opacus
-  (:mod:`pytest_privleak.dp.opacus_training`): Poisson batches, per-sample
+  (:mod:`pytest_privleak.targets.dp_sgd.opacus`): Poisson batches, per-sample
   clipping, calibrated Gaussian noise; the DP facts (epsilon spent) go into the
   history. A config's ``dp`` is part of its cache key only when set
   (:func:`key_config`), so the keys of non-DP targets are those they had before.
@@ -46,7 +46,7 @@ from torch import nn
 
 from ..progress import events as progress
 from ..cache.manifest import CacheEntryError
-from ..dp.opacus_training import DPConfig, PrivateTraining
+from .dp_sgd.opacus import DPConfig, PrivateTraining
 
 #: Bump whenever a change to target or training code changes trained weights;
 #: it is part of every cache key, so stale entries are never reused.
@@ -243,7 +243,7 @@ def fit(
     weights are kept. ``on_epoch(model, row)`` is called after each epoch (model
     in evaluation mode), e.g. to measure memorisation as training goes.
 
-    ``dp``: train with DP-SGD (:class:`~pytest_privleak.dp.opacus_training.PrivateTraining`):
+    ``dp``: train with DP-SGD (:class:`~pytest_privleak.targets.dp_sgd.opacus.PrivateTraining`):
     each epoch is ``ceil(n / batch_size)`` Poisson batches, each utterance's
     gradient is clipped to ``dp.max_grad_norm`` and noise is added, which
     takes the place of ``grad_clip`` (not applied). The weights end in

@@ -36,7 +36,7 @@ version) through the shared cache; every model is stored with
 
 DP-SGD (``dp={"epsilon": 8, "delta": 1e-5, "max_grad_norm": 1.0}``, not in
 the paper) fine-tunes every weight through Opacus
-(:mod:`pytest_privleak.dp.opacus_training`): Poisson batches, per-sample
+(:mod:`pytest_privleak.targets.dp_sgd.opacus`): Poisson batches, per-sample
 clipping, noise calibrated to ``(epsilon, delta)`` over ``epochs``, AdamW as
 the wrapped optimizer. The base's pretraining and a generation head trained
 here use the public corpus only and are outside the guarantee. Under DP the
@@ -59,7 +59,7 @@ from typing import Any
 import torch
 from torch.nn import functional as F
 
-from ..dp.opacus_training import DPConfig, PrivateTraining, dp_config
+from .dp_sgd.opacus import DPConfig, PrivateTraining, dp_config
 from . import training
 
 KIND = "transformer-classifier"
@@ -294,7 +294,7 @@ def fine_tune(classifier: Any, tokenizer: Any, dataset, labels: dict[str, int], 
               seed: int) -> dict:
     """AdamW fine-tuning of every weight on the intents (§5.1.2), early stopping restoring the best epoch.
 
-    With ``cfg.dp`` the steps are DP-SGD's (:class:`~pytest_privleak.dp.opacus_training.PrivateTraining`)
+    With ``cfg.dp`` the steps are DP-SGD's (:class:`~pytest_privleak.targets.dp_sgd.opacus.PrivateTraining`)
     and the history holds the DP facts under ``"dp"``.
     """
     ids, attention, y = _encode(tokenizer, dataset.train, labels, cfg.max_length)

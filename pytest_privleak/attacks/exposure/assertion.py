@@ -30,7 +30,7 @@ import math
 from typing import Any
 
 from ...cache.results import cached_results
-from ...results import LeakResult, record
+from ...results import LeakResult, record, target_facts
 from .attack import DEFAULT_BATCH, DEFAULT_EXACT_BUDGET, DEFAULT_REFERENCES, compute_exposure
 from ..inconclusive import check_allow_inconclusive, check_covered
 from ..remedies import UNKNOWN, remedy, remedy_for
@@ -41,13 +41,6 @@ _SAMPLING_METHODS = ("sampled", "extrapolated")
 #: The remedy for a model of no known family; the result carries the one for the attacked model's
 #: (:func:`.remedies.remedy_for`).
 EXPOSURE_REMEDY = remedy("exposure", UNKNOWN)
-
-
-def target_facts(target: Any) -> dict:
-    """JSON-safe facts about a target for ``LeakResult.target`` (``describe()`` when it has one)."""
-    describe = getattr(target, "describe", None)
-    facts = describe() if callable(describe) else {}
-    return {"class": type(target).__name__, **(facts if isinstance(facts, dict) else {})}
 
 
 def _check_bits(max_bits: float) -> float:

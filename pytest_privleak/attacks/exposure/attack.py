@@ -24,11 +24,11 @@ ceiling ``log2 |R|``.  Three ways to measure it:
   (the Secret Sharer's extrapolation), with a Kolmogorov-Smirnov statistic as
   the fit quality and a bootstrap interval.
 
-A Mix And Match canary (:class:`~.mix_and_match_canaries.MaskCanary`, a
+A Mix And Match canary (:class:`~..mix_and_match.canaries.MaskCanary`, a
 labelled sentence whose one token is the secret) has the classifier's
 vocabulary as its space: its exposure is ``log2 |V| - log2 rank`` of the
 secret token ranked by the classifier's loss (mix-and-match-text-classifiers
-§4.3, issue 9 item 4), measured by :func:`.mix_and_match_exposure.mask_canary_exposure`
+§4.3, issue 9 item 4), measured by :func:`.mask_canary.mask_canary_exposure`
 (``method``: ``"auto"``, ``"exact"`` = the exhaustive search, or
 ``"mix-and-match"``).
 
@@ -357,9 +357,9 @@ def compute_exposure(target: Any, canary: Any, *, method: str = "auto", referenc
 
     ``method="auto"`` enumerates when ``|V0|^n <= exact_budget``, else extrapolates
     from ``references`` random candidates (the sampled rank is reported beside it).
-    A :class:`~.mix_and_match_canaries.MaskCanary` (``target``: a ``transformer-classifier``
+    A :class:`~..mix_and_match.canaries.MaskCanary` (``target``: a ``transformer-classifier``
     target or ``mix_and_match_model(...)``) is ranked over the classifier's vocabulary
-    (:func:`.mix_and_match_exposure.mask_canary_exposure`): ``"auto"`` searches it exhaustively
+    (:func:`.mask_canary.mask_canary_exposure`): ``"auto"`` searches it exhaustively
     when it has at most ``exact_budget`` tokens, ``"exact"`` always does, and
     ``"mix-and-match"`` prunes the generator's top ``references`` candidates.
     The recorded :class:`~pytest_privleak.results.LeakResult` of this figure is
@@ -370,7 +370,7 @@ def compute_exposure(target: Any, canary: Any, *, method: str = "auto", referenc
     from ..mix_and_match.canaries import MaskCanary
 
     if isinstance(canary, MaskCanary):   # the secret is one token of a labelled sentence
-        from ..mix_and_match.exposure import mask_canary_exposure
+        from .mask_canary import mask_canary_exposure
 
         return mask_canary_exposure(target, canary, method=method, budget=exact_budget, candidates=references,
                                     batch_size=batch_size)

@@ -30,7 +30,8 @@ from typing import Any
 from ...cache.results import cached_results
 from ...results import LeakResult, record
 from .discriminative import DEFAULT_TEMPLATE, DExposure, class_words as words_by_rule, d_exposure
-from .assertion import _check_bits, _check_name, _check_tolerance, target_facts
+from ...results import target_facts
+from .assertion import _check_bits, _check_name, _check_tolerance
 from ..remedies import UNKNOWN, remedy, remedy_for
 
 #: The remedy for a tagger of no known family; the result carries the one for the attacked model's.

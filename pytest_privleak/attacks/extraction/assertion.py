@@ -20,9 +20,8 @@ import math
 from typing import Any
 
 from ...cache.results import cached_results
-from ...results import LeakResult, record
+from ...results import LeakResult, record, target_facts
 from ...stats import clopper_pearson
-from ..exposure.assertion import target_facts
 from .attack import DEFAULT_BEAMS, DEFAULT_SAMPLES, DEFAULT_TOP_K, ExtractionMeasurement, extract_by_generation
 from .search import DEFAULT_MAX_EXPANSIONS, DEFAULT_SEARCH_BATCH
 from ..inconclusive import check_allow_inconclusive, check_covered

@@ -17,9 +17,8 @@ import math
 from typing import Any
 
 from ...cache.results import cached_results
-from ...results import LeakResult, record
+from ...results import LeakResult, record, target_facts
 from ...stats import clopper_pearson
-from ..exposure.assertion import target_facts
 from .assertion import _check_confidence, _check_name
 from ..inconclusive import check_allow_inconclusive, check_covered
 from .untargeted import (DEFAULT_MAX_TOKENS, DEFAULT_MIN_RECORD_TOKENS, DEFAULT_MIN_TOKENS,

@@ -17,8 +17,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from ...results import LeakResult, record
-from ..exposure.assertion import target_facts
+from ...results import LeakResult, record, target_facts
 from ..remedies import UNKNOWN, remedy, remedy_for
 from .attack import (DEFAULT_EXPOSED, DEFAULT_FPRS, MembershipMeasurement, RocPoint, check_fpr,
                          membership_inference)

@@ -1,6 +1,7 @@
 """Mix And Match (mix-and-match-text-classifiers): :mod:`.canaries` (labelled sentences with one target
-token, §4.2, §5.3), :mod:`.attack` (the attack of §4.3 and the exhaustive baseline of §5.1.4), :mod:`.exposure`
-(exposure of a canary's token) and :mod:`.assertion` (``assert_mix_and_match_rank_at_least``).
+token, §4.2, §5.3), :mod:`.attack` (the attack of §4.3 and the exhaustive baseline of §5.1.4)
+and :mod:`.assertion` (``assert_mix_and_match_rank_at_least``); the exposure
+of a canary's token is ``attacks.exposure.mask_canary``.
 """
 
 _LAZY = {"mix_and_match_model": ".attack", "mix_and_match": ".attack", "frankenstein": ".attack",

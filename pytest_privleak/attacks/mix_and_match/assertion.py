@@ -11,7 +11,7 @@ candidates Mix And Match needs against the vocabulary size (§5.1.5), and the
 top-k accuracy over the canaries with its Clopper-Pearson interval and chance
 ``k / |V|``. To gate on the exposure instead of the rank,
 ``assert_exposure_below(model, canary, max_bits)`` takes the same model and
-canary (:func:`.mix_and_match_exposure.mask_canary_exposure`).
+canary (:func:`..exposure.mask_canary.mask_canary_exposure`).
 """
 from __future__ import annotations
 
@@ -19,9 +19,8 @@ import dataclasses
 import math
 from typing import Any
 
-from ...results import LeakResult, record
+from ...results import LeakResult, record, target_facts
 from ...stats import clopper_pearson
-from ..exposure.assertion import target_facts
 from ..remedies import TRANSFORMER, remedy, remedy_for
 from .attack import (ATTACK_NAMES, DEFAULT_BATCH, DEFAULT_BUDGET, NO_GENERATOR, CanaryRanking,
                             MixAndMatchMeasurement, check_options, mix_and_match)

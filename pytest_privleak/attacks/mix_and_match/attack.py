@@ -33,7 +33,7 @@ gives the exact figure; Mix And Match ranks the secret among the candidates it
 pruned only, a rank no worse than the exact one, so its exposure is an upper
 bound (the gate errs towards failing), and a secret not among them gets the
 most it could have, ``log2 |V| - log2 (pruned + 1)``.
-:func:`.mix_and_match_exposure.mask_canary_exposure` returns it as an :class:`.exposure_figure.Exposure`, so
+:func:`..exposure.mask_canary.mask_canary_exposure` returns it as an :class:`..exposure.figure.Exposure`, so
 that ``assert_exposure_below(model, mask_canary, max_bits)`` gates it.
 
 Without a masked LM (a classifier fine-tuned from an encoder that ships no

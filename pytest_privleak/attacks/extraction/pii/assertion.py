@@ -26,9 +26,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ....results import LeakResult, record
+from ....results import LeakResult, record, target_facts
 from ....stats import clopper_pearson
-from ...exposure.assertion import capped_at_the_limit, ceiling_under_limit, target_facts
+from ...exposure.assertion import capped_at_the_limit, ceiling_under_limit
 from ...inconclusive import check_allow_inconclusive, check_covered
 from .attack import (DEFAULT_BATCH, DEFAULT_BOOTSTRAP, DEFAULT_EXACT_BUDGET, DEFAULT_REFERENCES, PiiAudit,
                            audit_pii, exposure_summary, share_extracted)

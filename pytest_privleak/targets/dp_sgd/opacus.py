@@ -133,7 +133,7 @@ def _register_crf_samplers(model: nn.Module) -> None:
     from opacus.grad_sample import GradSampleModule
     from torchcrf import CRF
 
-    from .opacus_crf import crf_grad_sample
+    from .crf import crf_grad_sample
 
     for module in model.modules():
         if isinstance(module, CRF):

@@ -2,7 +2,7 @@
 
 The secret is one token of a labelled sentence; its rank among the classifier's vocabulary
 (the exhaustive search, or the Frankenstein generator's candidates pruned by the loss)
-becomes an :class:`~.exposure_figure.Exposure`, so ``assert_exposure_below`` gates it like
+becomes an :class:`~.figure.Exposure`, so ``assert_exposure_below`` gates it like
 any canary's.
 """
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..exposure.figure import Exposure, chance_exposure
-from .attack import ATTACK_NAMES, DEFAULT_BATCH, NO_GENERATOR, as_attack_model, mix_and_match
-from .canaries import MaskCanary
+from ..mix_and_match.attack import ATTACK_NAMES, DEFAULT_BATCH, NO_GENERATOR, as_attack_model, mix_and_match
+from ..mix_and_match.canaries import MaskCanary
+from .figure import Exposure, chance_exposure
 
 __all__ = ["EXPOSURE_METHODS", "mask_canary_exposure"]
 
