@@ -46,6 +46,8 @@ _PUBLIC = {
     "measure_pii_extraction": ".assertions",
     "assert_dp_training_holds": ".assertions",
     "measure_dp_training": ".assertions",
+    "assert_dp_sampling_holds": ".assertions",
+    "measure_dp_sampling": ".assertions",
     "generate_from_prefixes": ".adapters.generation",
     "canary": ".canaries",
     "custom_pattern": ".canaries",

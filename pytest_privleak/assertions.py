@@ -49,6 +49,8 @@ _HELPERS = {
     "measure_pii_extraction": ".attacks.extraction.pii.assertion",
     "assert_dp_training_holds": ".dp.assertion",
     "measure_dp_training": ".dp.audit",
+    "assert_dp_sampling_holds": ".dp.sampling_audit",
+    "measure_dp_sampling": ".dp.sampling_audit",
 }
 
 __all__ = ["check", *sorted(_HELPERS)]

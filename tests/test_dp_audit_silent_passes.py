@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 pytest.importorskip("opacus")
@@ -25,7 +26,7 @@ from pytest_privleak.dp.audit import check_sources, measure_dp_training  # noqa:
 from pytest_privleak.dp.assertion import assert_dp_training_holds  # noqa: E402
 from pytest_privleak.cache.targets import TargetCache  # noqa: E402
 from pytest_privleak.data.synthetic import generate_snips_like  # noqa: E402
-from pytest_privleak.dp.canaries import watch_train_reads  # noqa: E402
+from pytest_privleak.dp.canaries import draw_inclusion, watch_train_reads  # noqa: E402
 from pytest_privleak.dp.gradient_canaries import InsertionTally, check_insertions  # noqa: E402
 
 EPS, DELTA = 1.0, 1e-5
@@ -64,7 +65,8 @@ def test_hook_never_called_is_refused_under_auto_with_a_wrap(data):
 
 
 def test_a_step_that_bypasses_the_wrapped_clipping_is_refused(data):
-    with pytest.raises(ValueError, match=r"reached only 0 of the \d+ optimizer steps.*clip_and_accumulate"):
+    with pytest.raises(ValueError, match=r"did not reach the update at step 1: before_noise came without "
+                                         r"before_clipping.*bypasses the hook"):
         _audit(P.train_bypassing_hook, data)
 
 
@@ -91,25 +93,33 @@ def test_the_insertion_count_is_stored_with_the_cached_training(data, tmp_path):
     tally = json.loads((tmp_path / "targets" / entry / "target.json").read_text())["facts"]["tally"]
     steps = round(4 / (64 / 300))
     assert tally["calls"] == 1 and tally["steps"] == tally["insertion_steps"] == steps
-    included = len(tally["inserted"])
-    assert 100 < included < 200  # fair coins over 300 canaries
+    coins = draw_inclusion(300, 0)
+    assert len(tally["inserted"]) == 300 == len(tally["scores"]) and 100 < coins.sum() < 200
+    inserted = np.asarray(tally["inserted"])
+    assert not inserted[~coins].any()   # a canary whose coin says out never goes in
     # each included canary is sampled at 64/300 in each of the 19 steps: about 4 insertions each
-    assert 3.0 < sum(tally["inserted"]) / included < 5.2
+    assert 3.0 < inserted[coins].mean() < 5.2
     second = measure_dp_training(P.train, data, 2.0, DELTA, **kwargs)
     assert second.value == first.value and _entries(tmp_path / "targets") == [entry]
-    assert "canaries inserted in 19 of 19 optimizer steps" in second.evidence["gradient canaries"]
+    assert "canaries inserted in 19 of 19 steps" in second.evidence["gradient canaries"]
+
+
+def _tally(**kwargs) -> InsertionTally:
+    return InsertionTally(**{"calls": 1, "steps": 10, "insertion_steps": 10, "sample_rate": 0.2, "count": 1,
+                             "inserted": [2], **kwargs})
 
 
 @pytest.mark.parametrize("tally, message", [
-    (InsertionTally(0, 0, 0, [], 0.0), "never called it"),
-    (InsertionTally(2, 10, 10, [3], 0.2), "called audit_hook 2 times"),
-    (InsertionTally(1, 10, 4, [1], 0.2), "reached only 4 of the 10 optimizer steps"),
-    (InsertionTally(1, 0, 0, [0], 0.2), "reached only 0 of the 0 optimizer steps"),
+    (_tally(calls=0, steps=0, insertion_steps=0, inserted=[]), "never called it"),
+    (_tally(calls=2), "called audit_hook 2 times"),
+    (_tally(insertion_steps=4), "reached only 4 of the 10 steps"),
+    (_tally(steps=0, insertion_steps=0), "reached only 0 of the 0 steps"),
+    (_tally(failure="step 3: 2 of the 2 canaries"), "did not reach the update at step 3: 2 of the 2"),
 ])
 def test_check_insertions_refuses_each_shortfall(tally, message):
     with pytest.raises(ValueError, match=message):
         check_insertions(tally, train="'t'", included=1)
-    check_insertions(InsertionTally(1, 10, 10, [2], 0.2), train="'t'", included=1)
+    check_insertions(_tally(), train="'t'", included=1)
 
 
 # --- H2: a train that ignores the dataset it is given -----------------------------------------------------------
@@ -195,7 +205,7 @@ def test_hook_counts_steps_under_an_lr_scheduler_made_after_it(data):
     import torch
     from opacus import PrivacyEngine
 
-    from pytest_privleak.dp.gradient_canaries import DiracCanaryHook
+    from pytest_privleak.dp.gradient_canaries import AuditHook
 
     ids, mask, labels = P.encode(data.train[:100], data.intents)
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(ids, mask, labels), batch_size=20)
@@ -203,7 +213,7 @@ def test_hook_counts_steps_under_an_lr_scheduler_made_after_it(data):
     model, optimizer, loader = PrivacyEngine().make_private(
         module=model, optimizer=torch.optim.SGD(model.parameters(), lr=1.0), data_loader=loader,
         noise_multiplier=1.0, max_grad_norm=1.0)
-    hook = DiracCanaryHook([3, 50, 70], [1, 1, 0], seed=0)
+    hook = AuditHook([1, 1, 0], seed=0)
     hook(optimizer, sample_rate=0.2)
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=2)
     steps = 0
@@ -214,7 +224,7 @@ def test_hook_counts_steps_under_an_lr_scheduler_made_after_it(data):
         scheduler.step()
         steps += 1
     assert hook.tally.steps == hook.tally.insertion_steps == steps > 0
-    check_insertions(hook.tally, train="'t'", included=2)
+    check_insertions(hook.tally, train="'t'", included=3)
 
 
 def test_virtual_steps_insert_the_canaries_once_per_logical_batch(data):

@@ -21,7 +21,7 @@ from pytest_privleak.dp.assertion import assert_dp_training_holds  # noqa: E402
 from pytest_privleak.attacks.inconclusive import InconclusiveAuditError  # noqa: E402
 from pytest_privleak.data.synthetic import generate_snips_like  # noqa: E402
 from pytest_privleak.dp import canaries as C  # noqa: E402
-from pytest_privleak.dp.gradient_canaries import DiracCanaryHook  # noqa: E402
+from pytest_privleak.dp.gradient_canaries import AuditHook  # noqa: E402
 from pytest_privleak.results import expect_leak  # noqa: E402
 
 EPS, DELTA = 2.0, 1e-5
@@ -75,27 +75,44 @@ def test_with_canaries_adds_exactly_the_included_ones(data):
 
 # --- the white-box hook --------------------------------------------------------------------------------
 
-def test_hook_is_json_and_zeroes_every_canary_coordinate(data):
+def _one_opacus_step(data, coins):
     import torch
     from opacus import PrivacyEngine
 
+    torch.manual_seed(0)
     model = P.build(data)
-    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.zeros(4, 1)), batch_size=2)
-    model, optimizer, _ = PrivacyEngine().make_private(module=model, optimizer=torch.optim.SGD(model.parameters(),
-                                                       lr=1.0), data_loader=loader, noise_multiplier=1.0,
-                                                       max_grad_norm=1.0)
-    flat = lambda: torch.cat([p.detach().reshape(-1) for p in model.parameters()])  # noqa: E731
-    hook = DiracCanaryHook([3, int(flat().numel()) - 2], [1, 0], seed=0)
+    ids, mask, labels = P.encode(data.train[:8], data.intents)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(ids, mask, labels), batch_size=8)
+    model, optimizer, loader = PrivacyEngine().make_private(
+        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=1.0), data_loader=loader,
+        noise_multiplier=0.0, max_grad_norm=1.0, poisson_sampling=False)
+    hook = AuditHook(coins, seed=0)
+    hook(optimizer, sample_rate=1.0)   # every included canary goes into every step
+    x, m, y = next(iter(loader))
+    torch.nn.functional.cross_entropy(model(x, m), y).backward()
+    optimizer.step()
+    return hook
+
+
+def test_hook_is_json_and_each_canary_adds_its_clipped_row_to_its_own_coordinate(data):
+    hook = _one_opacus_step(data, [1, 1, 0])
     assert json.loads(json.dumps(hook)) == dict(hook)
-    hook(optimizer, sample_rate=0.5)
-    assert flat()[3] == 0 and flat()[-2] == 0
+    tally = hook.tally
+    assert tally.steps == tally.insertion_steps == 1 and list(tally.inserted) == [1, 1, 0] and tally.rows == [8]
+    assert abs(tally.min_share - 1.0) < 1e-4   # each 10·C canary row clipped to C = 1, as per-sample clipping does
+    # noise off: the update is the clipped sum over 8; the same step without canaries differs by exactly 1/8 at the
+    # coordinates of the two included canaries and not at the third
+    without = _one_opacus_step(data, [0, 0, 0]).tally
+    assert tally.coordinates == without.coordinates
+    assert np.allclose(tally.scores - without.scores, [1 / 8, 1 / 8, 0.0], atol=1e-6)
 
 
 def test_hook_refuses_a_plain_optimizer(data):
     import torch
 
-    with pytest.raises(TypeError, match="not an Opacus DPOptimizer"):
-        DiracCanaryHook([0], [1], seed=0)(torch.optim.SGD(P.build(data).parameters(), lr=1.0), sample_rate=0.1)
+    with pytest.raises(TypeError, match="has no clip_and_accumulate.*fix: for a loop without Opacus use audit = "
+                                        r"audit_hook.attach\(model"):
+        AuditHook([1], seed=0)(torch.optim.SGD(P.build(data).parameters(), lr=1.0), sample_rate=0.1)
 
 
 # --- end to end: bugs caught, correct pipelines pass ------------------------------------------------------
