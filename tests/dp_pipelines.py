@@ -118,6 +118,7 @@ def class_weights(dataset: NLUDataset) -> dict[str, float]:
     return {intent: 1.0 / max(count, 1) for intent, count in counts.items()}
 
 
+@functools.lru_cache(maxsize=None)
 def _noise_multiplier(epsilon: float, delta: float, sample_rate: float, steps: int) -> float:
     from opacus.accountants.utils import get_noise_multiplier
 

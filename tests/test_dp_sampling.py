@@ -81,26 +81,28 @@ def test_neighbour_normalisation_tolerates_a_quarter_record_and_flags_one():
 
 # --- exact under Poisson: the false-alarm rate on simulated loaders --------------------------------------------
 
-def _false_alarms(runs: int, seed: int = 32) -> int:
-    """Correct Poisson loaders at the audit's setting (N = 300, q = 64 / 300, 19 steps) flagged at 0.05."""
+def _false_alarms(runs: int, seed: int = 32, level: float = 0.05) -> int:
+    """Correct Poisson loaders at the audit's setting (N = 300, q = 64 / 300, 19 steps) flagged at ``level``."""
     rng = np.random.default_rng(seed)
     n, q, steps = 300, 64 / 300, 19
     fired = 0
     for _ in range(runs):
         batches = [np.flatnonzero(rng.random(n) < q) for _ in range(steps)]
         tested = [p.p_value for p in sampling_properties(batches, n, q) if p.p_value is not None]
-        fired += min(p * len(tested) for p in tested) <= 0.05
+        fired += min(p * len(tested) for p in tested) <= level
     return fired
 
 
 def test_false_alarm_rate_on_simulated_poisson_loaders_is_within_the_level():
-    # each test is exact, so the Bonferroni-combined verdict at 0.05 fires at most 5 % of the time (conservative:
-    # 2000 loaders fired 0.5 %, .notes/issue32_sampling_false_alarms.txt); 200 loaders: more than 10 flagged would
-    # happen with probability below 0.5 % at a true 2 %
-    assert _false_alarms(200) <= 10
+    # each test is exact, so the Bonferroni-combined verdict at level 0.05 fires at most 5 % of the time
+    # (measured: 57 of 2000, 2.9 %, .notes/issue32_sampling_false_alarms.txt); 200 loaders: 20 or more flagged
+    # would happen with probability below 0.3 % at a true 5 %
+    assert _false_alarms(200) < 20
 
 
 @pytest.mark.slow
-def test_false_alarm_rate_over_2000_simulated_poisson_loaders():
-    fired = _false_alarms(2000, seed=33)
-    assert fired <= 100, f"{fired} of 2000 correct loaders flagged"
+def test_false_alarm_rate_over_2000_simulated_poisson_loaders_at_the_default_level():
+    # the audit's default confidence 0.999: at most 0.1 %, so 2000 correct loaders flag at most a handful (6 or
+    # more would happen with probability below 1.7 % at a true 0.1 %)
+    fired = _false_alarms(2000, seed=33, level=0.001)
+    assert fired <= 5, f"{fired} of 2000 correct loaders flagged at 0.001"

@@ -104,7 +104,9 @@ def test_hook_is_json_and_each_canary_adds_its_clipped_row_to_its_own_coordinate
     # coordinates of the two included canaries and not at the third
     without = _one_opacus_step(data, [0, 0, 0]).tally
     assert tally.coordinates == without.coordinates
-    assert np.allclose(tally.scores - without.scores, [1 / 8, 1 / 8, 0.0], atol=1e-6)
+    assert np.allclose(tally.sums - without.sums, [1 / 8, 1 / 8, 0.0], atol=1e-6)
+    # noise off: the step's evidence for the two included canaries is overwhelming, for the third nothing
+    assert tally.scores[0] > 100 and tally.scores[1] > 100 and tally.scores[2] < 0
 
 
 def test_hook_refuses_a_plain_optimizer(data):
@@ -141,10 +143,14 @@ def test_noise_and_clipping_bugs_are_caught_white_box(data, bug, extra):
         assert part in message, part
 
 
-def test_misreported_sampling_rate_is_caught_at_epsilon_1(data):
-    with expect_leak() as caught:
-        _assert(data, "rate-misreported", eps=1.0)
-    assert caught.result.value > 1.0 and caught.result.threshold == 1.0
+@pytest.mark.slow
+def test_misreported_sampling_rate_is_caught_at_epsilon_1_in_9_of_10_seeds(data):
+    # issue 32 scores each canary by its per-step likelihood ratio: seeds 1-9 read 1.31-1.86, seed 0 0.963 (it read
+    # 1.26 under the sum-of-updates score, seed 1 1.10 against 1.31 now); a claim of 1 is at the edge of this bug
+    values = [measure_dp_training(P.train, data, 1.0, DELTA, build=P.build, method="one-run",
+                                  threat_model="white-box", config=_config("rate-misreported", 1.0), seed=seed,
+                                  check_seed=False).value for seed in range(10)]
+    assert sum(v > 1.0 for v in values) >= 9, values
 
 
 def test_noise_off_is_caught_black_box(data):

@@ -20,7 +20,7 @@ population=N)`` per step.
 
 Beside the spec the hook keeps an :class:`InsertionTally` (JSON-safe, stored
 with the cached training): calls, steps, in how many steps canaries went in,
-each canary's score (the sum over steps of the update at its coordinate),
+each canary's score (:mod:`.white_box`: from the noisy update at its coordinate, step by step),
 the first step at which a canary did not reach the clipped sum, each step's
 rows, noise scale and normaliser estimate, and the recorded batches.  The
 audit refuses a training whose canaries did not reach every step
@@ -40,7 +40,7 @@ from .white_box import NORM_FACTOR, WhiteBoxSession, per_step_cap
 
 __all__ = ["AuditHook", "DiracCanaryHook", "InsertionTally", "check_insertions", "NORM_FACTOR"]
 
-_JSON_FIELDS = ("calls", "steps", "insertion_steps", "sample_rate", "max_grad_norm", "count", "coordinates", "shapes",
+_JSON_FIELDS = ("calls", "steps", "insertion_steps", "sample_rate", "max_grad_norm", "count", "coordinates", "sums", "shapes",
                 "names", "scores", "inserted", "failure", "min_share", "rows", "inverse_normaliser", "noise_rms",
                 "batches", "population", "batch_calls")
 
@@ -59,7 +59,8 @@ class InsertionTally:
     coordinates: list = field(default_factory=list)     # per canary: [parameter index, flat offset]
     shapes: list = field(default_factory=list)
     names: list = field(default_factory=list)           # per parameter: its name, or None
-    scores: Any = field(default_factory=list)
+    scores: Any = field(default_factory=list)            # per canary: the audit's score (log-likelihood ratio)
+    sums: Any = field(default_factory=list)              # per canary: the sum over steps of the update there
     inserted: Any = field(default_factory=list)          # per canary: the steps it went into (0 if out)
     failure: str | None = None
     min_share: float = float("inf")
@@ -73,6 +74,7 @@ class InsertionTally:
     def to_json(self) -> dict:
         data = {name: getattr(self, name) for name in _JSON_FIELDS}
         data["scores"] = [float(s) for s in self.scores]
+        data["sums"] = [float(s) for s in self.sums]
         data["inserted"] = [int(n) for n in self.inserted]
         data["min_share"] = None if not np.isfinite(self.min_share) else float(self.min_share)
         data["inverse_normaliser"] = [None if not np.isfinite(v) else float(v) for v in self.inverse_normaliser]
@@ -85,6 +87,7 @@ class InsertionTally:
         try:
             tally = cls(**{name: data[name] for name in _JSON_FIELDS})
             tally.scores = np.asarray(tally.scores, dtype=np.float64)
+            tally.sums = np.asarray(tally.sums, dtype=np.float64)
             tally.inserted = np.asarray(tally.inserted, dtype=np.int64)
             tally.min_share = float("inf") if tally.min_share is None else float(tally.min_share)
             tally.inverse_normaliser = [float("nan") if v is None else float(v) for v in tally.inverse_normaliser]

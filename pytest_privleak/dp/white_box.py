@@ -31,9 +31,11 @@ What the audit does with them (:class:`WhiteBoxSession`):
   with probability q, as a record would be, and appended as a per-example row
   that is zero except ``norm_factor · C`` at its coordinate (so clipping binds,
   and its absence shows).
-- Scores: each canary's score is the sum over steps of the update at its
-  coordinate (what the released noisy gradients say about it; post-processing
-  of the DP-SGD output, so any optimizer after it is allowed).
+- Scores: each canary's score is the sum over steps of the log-likelihood
+  ratio of "sampled into this step" against "not", read from the noisy update
+  at its coordinate (less the step's own rows' clipped share there) over the
+  step's noise scale (what the released noisy gradients say about it:
+  post-processing of the DP-SGD output, so any optimizer after it is allowed).
 - Reach (no silent pass): at ``before_noise`` each inserted canary's share of
   the clipped sum is the sum at its coordinate minus what the step's own rows
   put there when each is clipped to C (exact where no row of the step touches
@@ -53,8 +55,8 @@ How many canaries go into one step matters when clipping is per batch rather
 than per sample: they share the batch's clipping budget (a norm of B·C for a
 mean over B rows clipped to C) and, when the mean is taken over the rows
 given, its denominator.  ``per_step_cap`` is the count at which about
-``min(B / 2, (B / norm_factor)²)`` are sampled into a step (B = q · records, the
-expected batch): neither dilutes a canary below a fifth of its height, so a
+``min(B, 4 (B / norm_factor)²)`` are sampled into a step (B = q · records, the
+expected batch): neither dilutes a canary below half its height, so a
 per-batch clipping bug shows (issue 32: with the default 2000, about 210 a
 step in batches of 64, it passed); the audit runs that count beside the
 default one, in a training of its own (Bonferroni over the two).
@@ -82,12 +84,12 @@ MIN_CAPPED = 100
 
 
 def per_step_cap(count: int, sample_rate: float, records: int | None, norm_factor: float = NORM_FACTOR) -> int:
-    """How many of ``count`` canaries to use so that about ``k = min(B / 2, (B / norm_factor)²)`` are sampled per
+    """How many of ``count`` canaries to use so that about ``k = min(B, 4 (B / norm_factor)²)`` are sampled per
     step (half are included, each sampled at q): ``2 k / q``, at least :data:`MIN_CAPPED`."""
     if not records:
         return count
     expected_batch = sample_rate * records
-    per_step = min(expected_batch / 2.0, (expected_batch / norm_factor) ** 2)
+    per_step = min(expected_batch, 4.0 * (expected_batch / norm_factor) ** 2)
     return int(min(count, max(MIN_CAPPED, int(2.0 * per_step / sample_rate))))
 
 
@@ -127,6 +129,7 @@ class WhiteBoxSession:
         tally.shapes = [list(s) for s in self.shapes]
         tally.names = list(self.names)
         tally.scores = np.zeros(count, dtype=np.float64)
+        tally.sums = np.zeros(count, dtype=np.float64)
         tally.inserted = np.zeros(count, dtype=np.int64)
         self._open = False
         self._stage = "after_noise"   # the last call made
@@ -141,10 +144,10 @@ class WhiteBoxSession:
         if not self._open:
             self._open_step()
         self._rows += rows
-        if len(self._chosen):
+        if len(self.coords):
             share, touched = self._clipped_at_canaries(tensors, rows)
-            self._data_share += share
-            self._touched |= touched
+            self._data_all += share
+            self._touched_all |= touched
         if not self._open_insert:
             return self._pack(grads, tensors)
         self._open_insert = False
@@ -173,9 +176,9 @@ class WhiteBoxSession:
             # a canary's share: the sum at its coordinate less what the step's own rows put there clipped to C. Exact
             # whatever the clipping where no row of the step touches the coordinate; elsewhere exact under
             # per-sample clipping, and its error averages out over the step's canaries under other clippings
-            share = (self._summed[self.coords[chosen]] - self._data_share) / self.c
+            share = (self._summed[self.coords[chosen]] - self._data_all[chosen]) / self.c
             self.tally.min_share = min(self.tally.min_share, float(share.min()))
-            clean = share[~self._touched]
+            clean = share[~self._touched_all[chosen]]
             dropped = int(np.sum(clean <= DROPPED))
             if dropped or (not len(clean) and float(share.mean()) <= DENSE_DROPPED):
                 where = (f"{dropped} of the {len(clean)} canaries inserted before clipping at coordinates no row of "
@@ -195,29 +198,46 @@ class WhiteBoxSession:
             self._summed = None
         flat = self._flatten(tensors)
         t = self.tally
-        if len(self.coords):
-            t.scores += flat[self.coords]
         t.inserted[self._chosen] += 1
         t.rows.append(int(self._rows))
         s = self._summed
         if s is not None and float(s @ s) > 0.0 and len(flat) > 1:
             x = float(flat @ s) / float(s @ s)
             residual = flat - x * s
-            t.inverse_normaliser.append(x)
-            t.noise_rms.append(float(np.sqrt(residual @ residual / (len(flat) - 1))))
+            rms = float(np.sqrt(residual @ residual / (len(flat) - 1)))
         else:
-            t.inverse_normaliser.append(float("nan"))
-            t.noise_rms.append(float(np.sqrt(flat @ flat / max(1, len(flat)))))
+            x, rms = float("nan"), float(np.sqrt(flat @ flat / max(1, len(flat))))
+        t.inverse_normaliser.append(x)
+        t.noise_rms.append(rms)
+        if len(self.coords):
+            t.sums += flat[self.coords]
+            t.scores += self._step_evidence(flat[self.coords], x, rms)
         t.steps += 1
         self._open = False
         self._stage = "after_noise"
 
     # --- helpers ---------------------------------------------------------------------------------------------------
+    def _step_evidence(self, update: np.ndarray, x: float, rms: float) -> np.ndarray:
+        """This step's log-likelihood ratio, per canary, of "sampled into the step" (probability q) against "not".
+
+        The update at the canary's coordinate less the step's own rows' share there clipped to C (the auditor may
+        know every other record) and over the noise RMS is N(h, 1) when the canary went in and N(0, 1) when not,
+        h = C / (n_t RMS), the shift of a canary clipped to C: the white-box adversary sees every noisy update
+        (Nasr et al. 2023), and summing this over steps weighs the steps a canary went into above the noise of the
+        others.  Without a normaliser estimate (no clipped sum shown) the update itself is the evidence."""
+        if not np.isfinite(x) or x <= 0.0:
+            return update
+        scale = max(rms, 1e-12 * float(np.max(np.abs(update))), 1e-300)
+        z = (update - x * self._data_all) / scale
+        h = self.c * x / scale
+        with np.errstate(over="ignore"):
+            return np.logaddexp(np.log1p(-min(self.q, 1.0 - 1e-12)), np.log(self.q) + h * z - 0.5 * h * h)
+
     def _open_step(self) -> None:
         sampled = torch.rand(len(self.included), generator=self.generator) < self.q
         self._chosen = self.included[sampled.numpy()]
-        self._data_share = np.zeros(len(self._chosen))
-        self._touched = np.zeros(len(self._chosen), dtype=bool)
+        self._data_all = np.zeros(len(self.coords))
+        self._touched_all = np.zeros(len(self.coords), dtype=bool)
         self._rows = 0
         self._open = True
         self._open_insert = True
@@ -231,20 +251,19 @@ class WhiteBoxSession:
         return torch.cat([t.detach().reshape(-1).double().cpu() for t in tensors]).numpy()
 
     def _clipped_at_canaries(self, tensors: list[torch.Tensor], rows: int) -> tuple[np.ndarray, np.ndarray]:
-        """What this call's own rows put at the chosen canaries' coordinates when each row is clipped to C, and
-        whether any of them is non-zero there."""
+        """What this call's own rows put at every canary's coordinate when each row is clipped to C, and whether
+        any of them is non-zero there."""
         if rows == 0:
-            return np.zeros(len(self._chosen)), np.zeros(len(self._chosen), dtype=bool)
+            return np.zeros(len(self.coords)), np.zeros(len(self.coords), dtype=bool)
         flat = [g.detach().reshape(rows, -1).double().cpu() for g in tensors]
         norms = torch.sqrt(sum(f.pow(2).sum(1) for f in flat))
         factor = (self.c / (norms + 1e-6)).clamp(max=1.0)
-        out = np.zeros(len(self._chosen))
-        touched = np.zeros(len(self._chosen), dtype=bool)
-        chosen = self._chosen
+        out = np.zeros(len(self.coords))
+        touched = np.zeros(len(self.coords), dtype=bool)
         for index, f in enumerate(flat):
-            mine = np.flatnonzero(self.owner[chosen] == index)
+            mine = np.flatnonzero(self.owner == index)
             if len(mine):
-                columns = f[:, torch.as_tensor(self.offset[chosen][mine])]
+                columns = f[:, torch.as_tensor(self.offset[mine])]
                 out[mine] = (factor @ columns).numpy()
                 touched[mine] = (columns != 0).any(0).numpy()
         return out, touched

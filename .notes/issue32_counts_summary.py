@@ -1,0 +1,27 @@
+"""Summarise .notes/issue32_counts.jsonl (issue 32 counts) as the Markdown table of .notes/issue32_counts.md."""
+import json
+from collections import defaultdict
+
+rows = [json.loads(line) for line in open(".notes/issue32_counts.jsonl")]
+groups = defaultdict(list)
+for r in rows:
+    key = (r["audit"], r["loop"], r["bug"], r.get("groups", ""), r.get("claim", ""))
+    groups[key].append(r)
+print("| audit | loop | bug | claim | seeds | flagged | refused | figure min / median / max |")
+print("|---|---|---|---|---|---|---|---|")
+for (audit, loop, bug, groups_, claim), items in groups.items():
+    refused = sum("refused" in r for r in items)
+    if audit == "white-box":
+        values = sorted(r["eps_lcb"] for r in items if "eps_lcb" in r)
+        flagged = sum(r["flagged"] for r in items)
+        fig = "ε_lcb " + " / ".join(f"{v:.2f}" for v in (values[0], values[len(values) // 2], values[-1])) if values \
+            else "refused: " + items[0]["refused"][:90]
+    else:
+        values = sorted(r["p_value"] for r in items)
+        flagged = sum(r["p_value"] <= 0.001 for r in items)
+        failed = sorted({r["failed"] for r in items if r["p_value"] <= 0.001})
+        fig = "p " + " / ".join(f"{v:.2g}" for v in (values[0], values[len(values) // 2], values[-1]))
+        if failed:
+            fig += "; failed: " + " | ".join(failed)
+    name = bug + (f", groups={groups_}" if groups_ else "")
+    print(f"| {audit} | {loop} | {name} | {claim} | {len(items)} | {flagged} | {refused} | {fig} |")
