@@ -2,8 +2,9 @@
 
 White-box one-run audits at their defaults (claimed eps 2 unless said, delta 1e-5, confidence 0.95): each bug over
 20 seeds, the correct loops over 100; the sampler audit (measure_dp_sampling, neighbours on) likewise.  One JSON
-line per audit in .notes/issue32_counts.jsonl; .notes/issue32_counts_summary.py turns them into the table.
-Run: PYTHONPATH=$PWD OMP_NUM_THREADS=1 python .notes/issue32_counts.py
+line per audit on stdout; .notes/issue32_counts_summary.py turns them into the table.
+Run: PYTHONPATH=$PWD OMP_NUM_THREADS=1 python .notes/issue32_counts.py white > .notes/issue32_counts_white.jsonl
+     PYTHONPATH=$PWD OMP_NUM_THREADS=1 python .notes/issue32_counts.py sampling > .notes/issue32_counts_sampling.jsonl
 """
 import json
 import sys

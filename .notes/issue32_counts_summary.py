@@ -1,8 +1,11 @@
-"""Summarise .notes/issue32_counts.jsonl (issue 32 counts) as the Markdown table of .notes/issue32_counts.md."""
+"""Summarise the issue 32 counts (.notes/issue32_counts_white.jsonl: the white-box rows of the first run;
+.notes/issue32_counts_sampling.jsonl: the sampler rows, rerun after the neighbour tolerance went to an eighth of a
+record) as the table of .notes/issue32_notes.md."""
 import json
 from collections import defaultdict
 
-rows = [json.loads(line) for line in open(".notes/issue32_counts.jsonl")]
+rows = [json.loads(line) for name in (".notes/issue32_counts_white.jsonl", ".notes/issue32_counts_sampling.jsonl")
+        for line in open(name)]
 groups = defaultdict(list)
 for r in rows:
     key = (r["audit"], r["loop"], r["bug"], r.get("groups", ""), r.get("claim", ""))

@@ -2,7 +2,9 @@
 
 - correct Opacus pipelines claiming ε in {1, 4, 8} (δ = 1e-5): each method's
   ε_lcb, ε_lcb / ε and wall time (one-run white-box with 2000 gradient
-  canaries, one-run black-box with 500 input canaries, distinguishing
+  canaries and, since issue 32, a second training with a count few per step,
+  the higher of the two after Bonferroni; one-run black-box with 500 input
+  canaries, distinguishing
   white-box with ``--runs`` trainings per side);
 - each seeded bug at a claimed ε of 2: ε_lcb of the one-run audit, white- and
   black-box.

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.stats import norm
 
 from pytest_privleak.dp.sampling import (central_set, neighbour_normalisation, sampling_properties, two_sided,
                                          within_run_normalisation)
@@ -70,13 +71,17 @@ def test_within_run_normalisation_reads_the_slope_by_hand():
     assert within_run_normalisation(sizes, np.zeros(6), coordinates=100).p_value is None   # no noise: not tested
 
 
-def test_neighbour_normalisation_tolerates_a_quarter_record_and_flags_one():
+def test_neighbour_normalisation_tolerates_an_eighth_of_a_record_and_flags_one():
     base = np.full(20, 0.05)
     one_record = {"the data": (base, 300), "one record removed": (base * 60 / 59, 299)}
     flagged = neighbour_normalisation(one_record, coordinates=7175, expected_batch=60)
     assert flagged.p_value < 1e-5 and "x1.0169" in flagged.measured
-    drift = {"the data": (base, 300), "one record removed": (base * 1.002, 299)}   # sigma(q = B / N) moves 0.2 %
-    assert neighbour_normalisation(drift, coordinates=7175, expected_batch=64).p_value == 1.0
+    # sigma(q = B / N) moves 0.2 % a record: an eighth of a record's share of 64 is tolerated, the rest is far
+    # inside the noise (z = (log 1.002 - log(65/64) / 8) / sqrt((1/20 + 1/20) / (2 * 7174)))
+    drift = {"the data": (base, 300), "one record removed": (base * 1.002, 299)}
+    z = (math.log(1.002) - math.log1p(1 / 64) / 8) / math.sqrt(0.1 / (2 * 7174))
+    assert neighbour_normalisation(drift, coordinates=7175, expected_batch=64).p_value == pytest.approx(
+        2 * norm.sf(z)) and z < 0.1
 
 
 # --- exact under Poisson: the false-alarm rate on simulated loaders --------------------------------------------
