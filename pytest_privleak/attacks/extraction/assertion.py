@@ -20,7 +20,7 @@ import math
 from typing import Any
 
 from ...cache.results import cached_results
-from ...results import LeakResult, record, target_facts
+from ...results import LeakResult, record, target_facts, audited
 from ...stats import clopper_pearson
 from .attack import DEFAULT_BEAMS, DEFAULT_SAMPLES, DEFAULT_TOP_K, ExtractionMeasurement, extract_by_generation
 from .search import DEFAULT_MAX_EXPANSIONS, DEFAULT_SEARCH_BATCH
@@ -97,6 +97,7 @@ def _measured(model, canaries, *, name, confidence, **options) -> LeakResult:
     return cached_results("extraction", models, inputs, compute)[0]
 
 
+@audited(resolved=("method",))
 def measure_extraction(model: Any, canaries: Any, *, tokenizer: Any = None, method: str = "auto",
                        samples: int = DEFAULT_SAMPLES, top_k: int | None = DEFAULT_TOP_K, top_p: float | None = None,
                        beams: int = DEFAULT_BEAMS, max_expansions: int = DEFAULT_MAX_EXPANSIONS,
@@ -129,6 +130,7 @@ def coverage(result: LeakResult, samples: int) -> tuple[bool, str, str]:
     return True, "", ""
 
 
+@audited(resolved=("method",))
 def assert_extraction_at_most(model: Any, canaries: Any, max_rate: float, *, tokenizer: Any = None,
                               method: str = "auto", samples: int = DEFAULT_SAMPLES,
                               top_k: int | None = DEFAULT_TOP_K, top_p: float | None = None,

@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from ...results import LeakResult, record, target_facts
+from ...results import LeakResult, record, target_facts, audited
 from ..remedies import UNKNOWN, remedy, remedy_for
 from .attack import (DEFAULT_EXPOSED, DEFAULT_FPRS, MembershipMeasurement, RocPoint, check_fpr,
                          membership_inference)
@@ -183,6 +183,7 @@ _OPTIONS_DOC = """
 """
 
 
+@audited
 def measure_membership(scorer: Any, members: Sequence[Any], non_members: Sequence[Any], *, reference: Any = None,
                        name: str | None = None, confidence: float = 0.95,
                        fprs: Sequence[float] = DEFAULT_FPRS, method: str = "auto", references: Any = None,
@@ -252,6 +253,7 @@ def _gate(measured: list[LeakResult], threshold: float | None, tpr_limit: float 
     return check(auc)
 
 
+@audited
 def assert_membership_auc_at_most(scorer: Any, members: Sequence[Any], non_members: Sequence[Any], max_auc: float, *,
                                   max_tpr_at_fpr: float | None = None, fpr: float = 0.01, reference: Any = None,
                                   name: str | None = None, confidence: float = 0.95,
@@ -291,6 +293,7 @@ def assert_membership_auc_at_most(scorer: Any, members: Sequence[Any], non_membe
 assert_membership_auc_at_most.__doc__ += _OPTIONS_DOC
 
 
+@audited
 def assert_membership_tpr_at_most(scorer: Any, members: Sequence[Any], non_members: Sequence[Any], max_tpr: float, *,
                                   fpr: float = 0.001, reference: Any = None, name: str | None = None,
                                   confidence: float = 0.95, tolerance: float | None = None, method: str = "auto",

@@ -1,0 +1,177 @@
+"""The routes of issue 36 that passed the gate by settings alone, end to end; each test names why it now fails.
+
+A branch under review controls its tests, conftest.py and ini, not the workflow's command line or the
+baseline artifact saved on main. Each route below ended in exit 0 before issue 36 (checked by running these
+tests against the code before it); now each exits non-zero, and one line says why.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    monkeypatch.delenv("PRIVLEAK_CACHE_HMAC_KEY", raising=False)
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    monkeypatch.delenv("PRIVLEAK_ROUTE", raising=False)
+    return monkeypatch
+
+
+def _run(pytester, *args):
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+
+
+def _main_then_branch(pytester, monkeypatch, route: str, *branch_args):
+    """Save the baseline as main would (no route), then run the branch's route against it."""
+    saved = _run(pytester, "--privleak-save-baseline=base.json")
+    assert saved.ret == 0, saved.stdout.str()
+    monkeypatch.setenv("PRIVLEAK_ROUTE", route)
+    return _run(pytester, "--privleak-baseline=base.json", *branch_args)
+
+
+LDP = '''
+import os
+from pytest_privleak import assert_ldp_holds
+from pytest_privleak.ldp.mechanisms import KRR
+
+ROUTE = os.environ.get("PRIVLEAK_ROUTE", "")
+
+
+def test_encoder():
+    true_epsilon = 1.0 if ROUTE else 0.5                      # the branch's encoder leaks twice as much
+    options = {"samples": 50_000}
+    if ROUTE == "weakened":
+        options = {"samples": 1000, "confidence": 0.999999, "replicates": 50}
+    elif ROUTE == "stronger":
+        true_epsilon, options = 0.5, {"samples": 200_000}
+    assert_ldp_holds(KRR(2, true_epsilon), 2.0, name="encoder", **options)
+'''
+
+
+def test_ldp_audited_with_fewer_samples_and_a_higher_confidence_is_weakened(pytester, clean_env):
+    # before: eps_lcb 0.389 "improved", exit 0; now the weaker audit is refused before its figure is compared
+    pytester.makepyfile(test_ldp=LDP)
+    run = _main_then_branch(pytester, clean_env, "weakened")
+    assert run.ret == pytest.ExitCode.USAGE_ERROR, run.stdout.str()
+    run.stdout.fnmatch_lines(["  WEAKENED test_ldp.py::test_encoder ldp.epsilon_lcb [[]encoder[]]: confidence 0.95 -> "
+                              "0.999999 (must be equal); replicates 2 -> 50 (must be equal); samples 50000 -> 1000 "
+                              "(higher is stronger)"])
+    assert "improved" not in run.stdout.str()
+    clean_env.setenv("PRIVLEAK_ROUTE", "plain")                # without the options the leak is plainly caught
+    assert _run(pytester, "--privleak-baseline=base.json").ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_a_stronger_ldp_audit_under_the_same_key_is_compared_not_weakened(pytester, clean_env):
+    pytester.makepyfile(test_ldp=LDP)
+    run = _main_then_branch(pytester, clean_env, "stronger")
+    assert run.ret == pytest.ExitCode.OK, run.stdout.str()
+    run.stdout.fnmatch_lines(["privleak baseline gate passed: 1 result(s) compared with base.json*",
+                              "*this run's audit is stronger than the baseline's (samples 50000 -> 200000)*"])
+
+
+EXPOSURE = '''
+import os
+import torch
+from pytest_privleak import assert_exposure_below
+from pytest_privleak.canaries import canary
+from pytest_privleak.targets.vocab import Vocabulary
+
+PIN = canary("pin", 3, seed=4)
+ROUTE = os.environ.get("PRIVLEAK_ROUTE", "")
+
+
+class Ranked:
+    """A stub language model that ranks the pin's secret `rank`-th of its 1,000 (lower score = likelier)."""
+
+    def __init__(self, rank):
+        tokens = (*PIN.pattern.prefix, *PIN.pattern.vocabulary)
+        self.vocab = Vocabulary(("<pad>", "<unk>", *sorted(set(tokens))), ("<pad>", "<unk>"),
+                                tuple(sorted(set(PIN.tags))), (PIN.intent,))
+        self.secret = torch.tensor(self.vocab.token_ids(PIN.tokens, strict=True), dtype=torch.float64)
+        self.rank = rank
+
+    def score_token_ids(self, ids, intent, tags):
+        weights = torch.tensor([0.0] * (ids.shape[1] - 3) + [1.0, 10.0, 100.0], dtype=torch.float64)
+        spread = ((ids.double() * weights).sum(dim=1) * 0.6180339887) % 1.0 + 0.0001
+        is_secret = (ids.double() == self.secret).all(dim=1)
+        return torch.where(is_secret, torch.full_like(spread, (self.rank - 0.5) / 1000), spread)
+
+
+def test_pin():
+    model = Ranked(1 if ROUTE else 30)                 # the branch's model memorises the pin
+    options = {"method": "sampled", "references": 16, "allow_inconclusive": True} if ROUTE == "weakened" else {}
+    assert_exposure_below(model, PIN, 12.0, name="pin", **options)
+'''
+
+
+def test_a_sampled_exposure_accepted_as_inconclusive_is_weakened(pytester, clean_env):
+    # before: capped at 4.00 bits (log2 of 16 references), "improved", exit 0; now the weaker audit is refused
+    pytester.makepyfile(test_exposure=EXPOSURE)
+    run = _main_then_branch(pytester, clean_env, "weakened")
+    assert run.ret == pytest.ExitCode.USAGE_ERROR, run.stdout.str()
+    run.stdout.fnmatch_lines(["  WEAKENED test_exposure.py::test_pin exposure.exposure_bits [[]pin[]]: "
+                              "allow_inconclusive False -> True (lower is stronger); method 'exact' -> 'sampled' "
+                              "(must be equal); references 4096 -> 16 (higher is stronger)"])
+    report = json.loads((pytester.path / "base.json").read_text())
+    [entry] = [r for t in report["tests"] for r in t["results"]]
+    assert entry["audit"]["settings"]["method"] == "exact" and entry["audit"]["asked"] == {"method": "auto"}
+    clean_env.setenv("PRIVLEAK_ROUTE", "plain")                # without the options the leak is plainly caught
+    assert _run(pytester, "--privleak-baseline=base.json").ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_a_figure_accepted_as_inconclusive_is_not_compared_even_under_the_baseline_s_own_settings(pytester,
+                                                                                                  clean_env):
+    # main itself accepted the capped figure: the same audit on both sides is still no measurement to compare
+    pytester.makepyfile(test_exposure=EXPOSURE.replace('if ROUTE == "weakened" else {}', ''))
+    run = _main_then_branch(pytester, clean_env, "weakened")
+    assert run.ret == pytest.ExitCode.USAGE_ERROR, run.stdout.str()
+    run.stdout.fnmatch_lines(["  INCONCLUSIVE test_exposure.py::test_pin exposure.exposure_bits [[]pin[]]: this run's "
+                              "figure is inconclusive (the measurement was cut short by its budget and accepted "
+                              "with allow_inconclusive=True)*",
+                              "privleak baseline gate FAILED: nothing was compared: every result with a counterpart "
+                              "in base.json is inconclusive"])
+
+
+DP = '''
+import os
+import pytest_privleak.dp.assertion as dp_assertion
+from pytest_privleak import assert_dp_training_holds
+from pytest_privleak.dp.audit import Arm, DPAuditRun
+
+ROUTE = os.environ.get("PRIVLEAK_ROUTE", "")
+
+
+def stub_audit(train, dataset, epsilon, delta, *, threat_model, confidence, **options):
+    """Stands for the DP-SGD trainings (minutes): the bound each threat model proves for each pipeline."""
+    noise_div_10 = bool(ROUTE)                               # the branch divides the noise by ten
+    bound = {"auto": 2.467 if noise_div_10 else 0.5, "black-box": 0.320}[threat_model]
+    threat = "white-box" if threat_model == "auto" else threat_model
+    return DPAuditRun([Arm(threat, "one-run", bound, confidence, {}, {}, True, "")], "stub", [], 0.1, claimed=epsilon)
+
+
+dp_assertion.audit_dp_training = stub_audit
+
+
+def train(dataset, seed=0):
+    return None
+
+
+def test_dp_sgd():
+    options = {"threat_model": "black-box"} if ROUTE == "weakened" else {}
+    assert_dp_training_holds(train, [], 2.0, 1e-5, build=lambda data: None, name="dp-sgd", **options)
+'''
+
+
+def test_a_dp_audit_moved_to_the_black_box_threat_model_is_refused(pytester, clean_env):
+    # before: 0.320 against main's 0.5, "improved", exit 0; now the changed threat model is refused
+    pytester.makepyfile(test_dp=DP)
+    run = _main_then_branch(pytester, clean_env, "weakened")
+    assert run.ret == pytest.ExitCode.USAGE_ERROR, run.stdout.str()
+    run.stdout.fnmatch_lines(["  WEAKENED test_dp.py::test_dp_sgd dp-training.epsilon_lcb [[]dp-sgd[]]: threat_model "
+                              "'auto' -> 'black-box' (must be equal)"])
+    clean_env.setenv("PRIVLEAK_ROUTE", "plain")                # the default audit fails the branch on its own
+    assert _run(pytester, "--privleak-baseline=base.json").ret == pytest.ExitCode.TESTS_FAILED
