@@ -328,6 +328,12 @@ def _stamp_audit(result: LeakResult) -> None:
                     **({"asked": asked} if asked else {})}
 
 
+def open_expect_leak_blocks() -> int:
+    """How many :class:`expect_leak` blocks are open now, in any thread (0 at the end of a sound run)."""
+    with _lock:
+        return _expecting
+
+
 def mark_expected(result: LeakResult) -> None:
     """Declare ``result`` an expected leak: shown as such, not counted as a leak, not a swallowed one."""
     setattr(result, _EXPECTED_ATTR, True)

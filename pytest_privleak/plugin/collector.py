@@ -39,6 +39,7 @@ import pytest
 
 from ..distribute.placement import HOST_KEY
 from ..report.lines import Line, alarm, plain
+from .. import results as _results
 from ..results import decode_result, encode, figure
 from ..results import LeakResult, _fmt
 
@@ -311,6 +312,10 @@ class ResultCollector(Recorder):
         status = self._gate(report)
         undeclared = self._undeclared(report)
         status = status or undeclared
+        if _results.open_expect_leak_blocks():   # a global expect_leak() would declare every leak expected
+            self.errors.append("privleak: an expect_leak() block was still open when the run ended, so every "
+                               "leak recorded in it counted as expected; close each expect_leak() around the one "
+                               "call that should leak (a `with` block)")
         decided = copy.deepcopy(report["baseline"])
         try:
             self.config.hook.pytest_privleak_report(config=self.config, report=report)
@@ -324,6 +329,10 @@ class ResultCollector(Recorder):
             status = pytest.ExitCode.USAGE_ERROR  # the baseline to save has unusable keys or no result
         if status is None and self.errors:
             status = pytest.ExitCode.TESTS_FAILED
+        if self.baseline is not None:   # the gate decided: the run's exit status keeps it (plugin/__init__)
+            from .settings import GATE_STATUS_KEY
+
+            self.config.stash[GATE_STATUS_KEY] = status
         return status
 
     def _undeclared(self, report: dict[str, Any]) -> pytest.ExitCode | None:

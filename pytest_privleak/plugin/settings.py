@@ -31,6 +31,8 @@ class Settings:
     #: only where they tighten the built-in default (the checkout under test must not loosen its own gate)
     gate_tolerances: dict[str, float] = field(default_factory=dict)
     allow_missing: bool = False
+    #: a signed baseline may be read without the key to verify it (only from the workflow's command line)
+    unsigned_ok: bool = False
     #: one line per weakening setting the gate ignored, and why (printed when a baseline is compared)
     ignored: tuple[str, ...] = ()
     cache_lease_ttl: float | None = None   # seconds; None: the URL cache's default (cache_lease.DEFAULT_LEASE_TTL)
@@ -114,13 +116,25 @@ def parse_report_dir(value) -> Path | None:
 
 TOLERANCE_OPTION = "--privleak-tolerance"
 ALLOW_MISSING_OPTION = "--privleak-allow-missing"
+UNSIGNED_OK_OPTION = "--privleak-unsigned-ok"
+MERGE_OPTION = "--privleak-merge-reports"
 _TRUSTED = ("the baseline file (save it on the main branch) or the workflow's command line")
+#: ``PYTEST_ADDOPTS`` as it was when pytest started, before any conftest was imported (a conftest that sets
+#: it at import must not make its own options look like the workflow's); stashed by the plugin.
+ADDOPTS_AT_START = pytest.StashKey[str]()
+#: The baseline the run was asked to gate on, read before any conftest was imported (issue 36 item 4).
+BASELINE_AT_START_KEY = pytest.StashKey[object]()
+#: The exit status the gate decided (``None``: passed), set once the gate ran (:class:`.collector.ResultCollector`).
+GATE_STATUS_KEY = pytest.StashKey[object]()
 
 
 def trusted_args(config) -> list[str]:
-    """The arguments the workflow gave: the command line and ``PYTEST_ADDOPTS``, not the ini's ``addopts``."""
+    """The arguments the workflow gave: the command line and ``PYTEST_ADDOPTS`` as it was at start-up (not
+    the ini's ``addopts``, nor a value a conftest set later)."""
     args = [str(a) for a in config.invocation_params.args]
-    return args + shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
+    stash = getattr(config, "stash", None)
+    addopts = stash.get(ADDOPTS_AT_START, None) if stash is not None else None
+    return args + shlex.split(os.environ.get("PYTEST_ADDOPTS", "") if addopts is None else addopts)
 
 
 def given_by_workflow(config, flag: str) -> bool:
@@ -289,7 +303,12 @@ def read_settings(config) -> Settings:
     tolerances, gate_tolerances, allow_missing, ignored = gate_settings(
         config, parse_tolerances(config.getini("privleak_tolerance")))
     lease_ttl = parse_lease_ttl(config.getini(LEASE_TTL_INI))   # registered by plugin_hosts
+    unsigned_ok = bool(config.getoption("privleak_unsigned_ok", False))
+    if unsigned_ok and not given_by_workflow(config, UNSIGNED_OK_OPTION):
+        ignored.append(f"privleak: {UNSIGNED_OK_OPTION} comes from the ini's addopts, so it is ignored: only the "
+                       "workflow may accept a signed baseline it cannot verify")
+        unsigned_ok = False
     return Settings(device=device, devices=devices, seed=seed, cache_dir=cache_dir, report_dir=report_dir,
                     baseline=baseline, save_baseline=save_baseline, tolerances=tolerances,
                     gate_tolerances=gate_tolerances, allow_missing=allow_missing, ignored=tuple(ignored),
-                    cache_lease_ttl=lease_ttl)
+                    cache_lease_ttl=lease_ttl, unsigned_ok=unsigned_ok)
