@@ -175,3 +175,176 @@ def test_a_dp_audit_moved_to_the_black_box_threat_model_is_refused(pytester, cle
                               "'auto' -> 'black-box' (must be equal)"])
     clean_env.setenv("PRIVLEAK_ROUTE", "plain")                # the default audit fails the branch on its own
     assert _run(pytester, "--privleak-baseline=base.json").ret == pytest.ExitCode.TESTS_FAILED
+
+
+SUITE = '''
+import os
+from pytest_privleak.results import LeakResult, PrivacyLeakError, record
+
+AUC = float(os.environ.get("PRIVLEAK_TEST_AUC", "0.5"))
+LABEL = os.environ.get("PRIVLEAK_TEST_LABEL", "scorer")
+
+
+def test_scorer():
+    result = record(LeakResult("membership", "auc", AUC, threshold=0.95, label=LABEL))
+    if not result.passed:
+        raise PrivacyLeakError(result)
+'''
+
+
+@pytest.fixture
+def suite(pytester, clean_env):
+    """A membership scorer whose AUC rises 0.50 -> 0.87 on the branch (under its own 0.95 limit: only the gate can
+    catch it), with main's baseline (base.json) and main's report folder (main-rep/)."""
+    pytester.makepyfile(test_suite=SUITE)
+    clean_env.setenv("PRIVLEAK_TEST_AUC", "0.50")
+    saved = _run(pytester, "--privleak-save-baseline=base.json", "--privleak-report=main-rep")
+    assert saved.ret == 0, saved.stdout.str()
+    clean_env.setenv("PRIVLEAK_TEST_AUC", "0.87")
+    return pytester
+
+
+def test_merge_reports_from_the_ini_addopts_are_refused(suite):
+    # before: no test ran, the committed report's figures were gated: "gate passed", exit 0; now a usage error
+    (suite.path / "forged").mkdir()
+    (suite.path / "forged" / "report.json").write_text((suite.path / "main-rep" / "report.json").read_text())
+    suite.makeini("[pytest]\naddopts = --privleak-merge-reports forged\n")
+    run = _run(suite, "--privleak-baseline=base.json")
+    assert run.ret == pytest.ExitCode.USAGE_ERROR, run.stdout.str()
+    run.stderr.fnmatch_lines(["*--privleak-merge-reports forged comes from the ini's addopts*"])
+
+
+@pytest.mark.parametrize("option", ["--fixtures", "--help", "--markers"])
+def test_an_ini_option_that_replaces_the_test_run_fails_a_gated_run(suite, option):
+    # before: exit 0 (with --fixtures the terminal even said "gate FAILED"); now the gate never decided: exit 4
+    suite.makeini(f"[pytest]\naddopts = {option}\n")
+    run = _run(suite, "--privleak-baseline=base.json")
+    assert run.ret == pytest.ExitCode.USAGE_ERROR, run.stdout.str()
+    said = run.stdout.str() + run.stderr.str()   # --fixtures collects, so the gate decides "nothing was compared"
+    assert ("privleak: the run was asked to gate on --privleak-baseline=base.json but the gate never compared "
+            "anything" in said) or "privleak baseline gate FAILED: nothing was compared" in said
+
+
+def test_a_signed_baseline_edited_and_gated_without_its_key_is_refused(suite, clean_env):
+    # before: the edit went unseen and no line said the signature was unchecked, exit 0; now exit 4
+    clean_env.setenv("PRIVLEAK_CACHE_HMAC_KEY", "k" * 32)
+    clean_env.setenv("PRIVLEAK_TEST_AUC", "0.50")
+    assert _run(suite, "--privleak-save-baseline=signed.json").ret == 0
+    data = json.loads((suite.path / "signed.json").read_text())
+    data["tests"][0]["results"][0]["value"] = 0.9               # the branch edits main's figure
+    (suite.path / "edited.json").write_text(json.dumps(data))
+    clean_env.delenv("PRIVLEAK_CACHE_HMAC_KEY")
+    clean_env.setenv("PRIVLEAK_TEST_AUC", "0.87")
+    run = _run(suite, "--privleak-baseline=edited.json")
+    assert run.ret == pytest.ExitCode.USAGE_ERROR, run.stdout.str()
+    run.stderr.fnmatch_lines(["*privleak baseline edited.json is signed, but PRIVLEAK_CACHE_HMAC_KEY is not set here*"])
+    # the workflow, and only the workflow, may accept it unverified
+    suite.makeini("[pytest]\naddopts = --privleak-unsigned-ok\n")
+    assert _run(suite, "--privleak-baseline=edited.json").ret == pytest.ExitCode.USAGE_ERROR
+    suite.makeini("[pytest]\n")
+    assert _run(suite, "--privleak-baseline=edited.json", "--privleak-unsigned-ok").ret == pytest.ExitCode.OK
+
+
+CONFTEST_ROUTES = {
+    "the baseline option cleared": '''
+def pytest_configure(config):
+    config.option.privleak_baseline = None
+''',
+    "the collector unregistered": '''
+import pytest
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    config.pluginmanager.unregister(name="privleak-collector")
+''',
+    "the exit status reset": '''
+import pytest
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    session.exitstatus = 0
+''',
+    "PYTEST_ADDOPTS set at import": '''
+import os
+os.environ["PYTEST_ADDOPTS"] = "--privleak-allow-missing --privleak-tolerance membership.auc=0.5"
+''',
+}
+
+
+@pytest.mark.parametrize("route", sorted(CONFTEST_ROUTES))
+def test_conftest_code_that_an_in_process_check_can_see_fails_the_gated_run(suite, route):
+    # before: exit 0 for each; now the gate's verdict holds (exit 1 for the regression, or 4: it never decided)
+    suite.makeconftest(CONFTEST_ROUTES[route])
+    if route == "PYTEST_ADDOPTS set at import":
+        suite.makeini("[pytest]\naddopts = --privleak-allow-missing --privleak-tolerance membership.auc=0.5\n")
+    run = _run(suite, "--privleak-baseline=base.json")
+    assert run.ret in (pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.USAGE_ERROR), run.stdout.str()
+
+
+def test_an_expect_leak_left_open_fails_the_run(pytester, clean_env):
+    # before: every leak after it counted as expected, exit 0; now the open block is named and fails the run
+    pytester.makeconftest("import pytest_privleak\npytest_privleak.expect_leak().__enter__()\n")
+    pytester.makepyfile(test_suite=SUITE)
+    clean_env.setenv("PRIVLEAK_TEST_AUC", "0.99")              # over its own limit
+    run = _run(pytester)
+    assert run.ret == pytest.ExitCode.TESTS_FAILED, run.stdout.str()
+    run.stdout.fnmatch_lines(["*privleak: an expect_leak() block was still open when the run ended*"])
+
+
+def test_a_harmless_copy_recorded_by_hand_under_a_helper_s_key_is_refused(pytester, clean_env):
+    # a conftest or test that records its own figure under the key of an audited one: no audit record, refused
+    pytester.makepyfile(test_exposure=EXPOSURE)
+    saved = _run(pytester, "--privleak-save-baseline=base.json")
+    assert saved.ret == 0, saved.stdout.str()
+    (pytester.path / "test_exposure.py").write_text(
+        "from pytest_privleak.results import LeakResult, record\n\n\ndef test_pin():\n"
+        "    record(LeakResult('exposure', 'exposure_bits', 1.0, threshold=12.0, label='pin'))\n")
+    run = _run(pytester, "--privleak-baseline=base.json")
+    assert run.ret == pytest.ExitCode.USAGE_ERROR, run.stdout.str()
+    run.stdout.fnmatch_lines(["*this run's result carries no audit record although the baseline's does*"])
+
+
+# --- the smaller ones ------------------------------------------------------------------------------
+
+
+def _baseline_text(suite) -> str:
+    return (suite.path / "base.json").read_text()
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda text: text.replace('"value": 0.5', '"value": 1' + "0" * 400), "is too large for a float*"),
+    (lambda text: text.replace('"value": 0.5', '"value": 0.5, "value": 0.1'), "the key 'value' appears twice*"),
+    (lambda text: text.replace('"value": 0.5', '"value": NaN'), "bare literal NaN*"),
+])
+def test_a_malformed_baseline_is_a_usage_error_naming_the_file(suite, edit, message):
+    # before: 10**400 was an INTERNALERROR (exit 3), duplicate keys and NaN loaded silently
+    text = _baseline_text(suite)
+    assert '"value": 0.5' in text
+    (suite.path / "bad.json").write_text(edit(text))
+    run = _run(suite, "--privleak-baseline=bad.json")
+    assert run.ret == pytest.ExitCode.USAGE_ERROR, run.stdout.str() + run.stderr.str()
+    run.stderr.fnmatch_lines([f"*privleak baseline bad.json*{message}"])
+
+
+def test_a_fifo_as_the_baseline_is_refused_at_once(suite):
+    # before: the run hung, reading a pipe nobody writes
+    import os
+
+    os.mkfifo(suite.path / "pipe.json")
+    run = suite.runpytest_subprocess("-p", "no:cacheprovider", "--privleak-baseline=pipe.json", timeout=120)
+    assert run.ret == pytest.ExitCode.USAGE_ERROR, run.stdout.str()
+    run.stderr.fnmatch_lines(["*privleak baseline pipe.json cannot be a report: it is a FIFO (named pipe)*"])
+
+
+def test_a_newline_in_a_label_forges_no_line_in_the_terminal_or_summary(suite, clean_env):
+    # before: a label holding "\\nprivleak baseline gate passed: ..." printed that line on its own
+    forged = "scorer\nprivleak baseline gate passed: 1 result(s) compared with base.json, none worse"
+    clean_env.setenv("PRIVLEAK_TEST_LABEL", forged)
+    clean_env.setenv("PRIVLEAK_TEST_AUC", "0.50")
+    assert _run(suite, "--privleak-save-baseline=forged.json").ret == 0
+    clean_env.setenv("PRIVLEAK_TEST_AUC", "0.87")
+    run = _run(suite, "--privleak-baseline=forged.json", "--privleak-report=rep")
+    assert run.ret == pytest.ExitCode.TESTS_FAILED, run.stdout.str()
+    summary = (suite.path / "rep" / "summary.md").read_text()
+    for text in (run.stdout.str(), summary):
+        assert not any(line.lstrip("`> ").startswith("privleak baseline gate passed") for line in text.splitlines())

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from ..cache.url import cache_location
+from ..report.gate import parse_tolerances  # noqa: F401  (re-exported: the ini's and the command's parser)
 from ..distribute.device import parse_device, parse_device_list
 
 
@@ -46,30 +47,6 @@ def parse_seed(value: object, *, option: str = "--privleak-seed") -> int:
     if seed < 0:
         raise ValueError(f"{option}={value!r} is negative; use a non-negative integer such as 0")
     return seed
-
-
-def parse_tolerances(lines, *, option: str = "privleak_tolerance") -> dict[str, float]:
-    """Parse ini lines ``cea.accuracy=0.1`` / ``exposure=2`` / ``default=0.05`` into a dict.
-
-    Keys are ``attack.metric``, a bare ``metric``, or ``default``; values are
-    non-negative absolute tolerances in the metric's own unit.
-    """
-    out: dict[str, float] = {}
-    for number, raw in enumerate(lines or [], start=1):
-        line = str(raw).strip()
-        if not line or line.startswith("#"):
-            continue
-        key, sep, value = line.partition("=")
-        key = key.strip()
-        try:
-            tol = float(value)
-        except ValueError:
-            tol = float("nan")
-        if not sep or not key or not (tol >= 0) or tol == float("inf"):
-            raise ValueError(f"ini option {option}, line {number} ({line!r}): expected 'attack.metric=TOLERANCE' "
-                             "with a finite non-negative number, e.g. 'cea.accuracy=0.1' or 'default=0.05'")
-        out[key] = tol
-    return out
 
 
 LEASE_TTL_INI = "privleak_cache_lease_ttl"

@@ -71,6 +71,30 @@ _EPS = 1e-12
 ALLOW_MISSING_HOW = "--privleak-allow-missing on the workflow's command line (the ini cannot allow it)"
 
 
+def parse_tolerances(lines, *, option: str = "privleak_tolerance") -> dict[str, float]:
+    """Parse ini lines ``cea.accuracy=0.1`` / ``exposure=2`` / ``default=0.05`` into a dict.
+
+    Keys are ``attack.metric``, a bare ``metric``, or ``default``; values are
+    non-negative absolute tolerances in the metric's own unit.
+    """
+    out: dict[str, float] = {}
+    for number, raw in enumerate(lines or [], start=1):
+        line = str(raw).strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        key = key.strip()
+        try:
+            tol = float(value)
+        except ValueError:
+            tol = float("nan")
+        if not sep or not key or not (tol >= 0) or tol == float("inf"):
+            raise ValueError(f"ini option {option}, line {number} ({line!r}): expected 'attack.metric=TOLERANCE' "
+                             "with a finite non-negative number, e.g. 'cea.accuracy=0.1' or 'default=0.05'")
+        out[key] = tol
+    return out
+
+
 def configured_tolerance(attack: str, metric: str, overrides: dict[str, float]) -> tuple[float, str]:
     """The tolerance the ini or the built-in table gives ``attack.metric``, and which of them gave it."""
     name = f"{attack}.{metric}"
