@@ -48,6 +48,7 @@ PAYLOAD_KEY = "privleak"
 #: that report a failure are recognised by these first words (the collector's own lines carry their colour).
 _LEGACY_ALARMS = ("REGRESSION", "INVALID", "MISSING", "WEAKENED", "INCONCLUSIVE", "privleak baseline gate FAILED", "worker")
 _RED = {"red": True, "bold": True}
+_GONE = object()
 
 
 def _is_alarm(line: str) -> bool:
@@ -278,7 +279,13 @@ class ResultCollector(Recorder):
         workers = []
         for wid in sorted(self.workers, key=lambda w: (len(w), w)):
             workers.append({**self.workers[wid], "crashed_test": self.crashed_tests.get(wid)})
-        return build_report(tests, workers, seed=self.settings.seed, xdist=bool(self.workers))
+        report = build_report(tests, workers, seed=self.settings.seed, xdist=bool(self.workers))
+        from .settings import SHARD_REPORT_KEY
+
+        shard = self.config.stash.get(SHARD_REPORT_KEY, None)   # this run's shard, named for the merge
+        if shard is not None:
+            report["run"]["shard"] = dict(shard)
+        return report
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -316,13 +323,7 @@ class ResultCollector(Recorder):
             self.errors.append("privleak: an expect_leak() block was still open when the run ended, so every "
                                "leak recorded in it counted as expected; close each expect_leak() around the one "
                                "call that should leak (a `with` block)")
-        decided = copy.deepcopy(report["baseline"])
-        try:
-            self.config.hook.pytest_privleak_report(config=self.config, report=report)
-        except Exception as exc:
-            self.errors.append(f"privleak: a pytest_privleak_report hook raised {type(exc).__name__}: {exc}; "
-                               "the report is written with the changes made before it")
-        report["baseline"] = decided  # the gate's verdict is decided; hooks cannot change it
+        self._run_report_hooks(report)
         self.report = report
         saved = self._write(report)
         if status is None and not saved:
@@ -334,6 +335,28 @@ class ResultCollector(Recorder):
 
             self.config.stash[GATE_STATUS_KEY] = status
         return status
+
+    def _run_report_hooks(self, report: dict[str, Any]) -> None:
+        """``pytest_privleak_report`` sees the report but cannot change it (issue 36 item 3): every section the
+        plugin wrote (the figures, the run, the gate's verdict) is restored after the hooks, and a change to
+        one fails the run, naming it; what a hook adds goes into ``report["hooks"]``, a section of its own."""
+        frozen = copy.deepcopy(report)
+        try:
+            self.config.hook.pytest_privleak_report(config=self.config, report=report)
+        except Exception as exc:
+            self.errors.append(f"privleak: a pytest_privleak_report hook raised {type(exc).__name__}: {exc}; "
+                               "the report is written with what the hooks added before it")
+        changed = sorted(key for key in frozen if report.get(key, _GONE) != frozen[key])
+        added = {key: report[key] for key in report if key not in frozen}
+        report.clear()
+        report.update(frozen)
+        if added:
+            report["hooks"] = encode(added)
+        if changed:
+            self.errors.append(f"privleak: a pytest_privleak_report hook changed the report's "
+                               f"{', '.join(repr(k) for k in changed)}; the plugin's figures, run and verdict are "
+                               "restored (no hook can change them); put what a hook adds in a key of its own, "
+                               "which the report keeps under \"hooks\"")
 
     def _undeclared(self, report: dict[str, Any]) -> pytest.ExitCode | None:
         """Swallowed leaks and results nobody owns fail the run, one line each naming the test and the result."""

@@ -103,6 +103,8 @@ ADDOPTS_AT_START = pytest.StashKey[str]()
 BASELINE_AT_START_KEY = pytest.StashKey[object]()
 #: The exit status the gate decided (``None``: passed), set once the gate ran (:class:`.collector.ResultCollector`).
 GATE_STATUS_KEY = pytest.StashKey[object]()
+#: ``{"index", "count", "durations"}`` of this run's CI shard, which its report names (set by plugin/shard.py).
+SHARD_REPORT_KEY = pytest.StashKey[dict]()
 
 
 def trusted_args(config) -> list[str]:

@@ -79,7 +79,12 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     settings = _shard_settings(config)
     if settings is not None:
+        from .settings import SHARD_REPORT_KEY
+
         config.stash[SHARD_KEY] = settings
+        # named in the report (so the merge can check it has the whole split), before any report hook runs
+        config.stash[SHARD_REPORT_KEY] = {"index": settings["shard"].index, "count": settings["shard"].count,
+                                          "durations": settings["digest"]}
 
 
 @pytest.hookimpl(trylast=True)  # after -k/-m: the selected tests are split
@@ -160,15 +165,6 @@ def pytest_terminal_summary(terminalreporter) -> None:
     elif counts:
         terminalreporter.write_line(f"privleak shard {shard}: {counts['kept']} test(s) in {counts['shard_groups']} "
                                     f"of {counts['groups']} group(s)")
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_privleak_report(config: pytest.Config, report: dict) -> None:
-    """Name the shard in its report, so the merge can check that it has the whole split."""
-    settings = config.stash.get(SHARD_KEY, None)
-    if settings is not None:
-        report["run"]["shard"] = {"index": settings["shard"].index, "count": settings["shard"].count,
-                                  "durations": settings["digest"]}
 
 
 # --- pytest --privleak-merge-reports DIR... ----------------------------------------------
