@@ -16,6 +16,12 @@ from typing import Any, Callable, Literal
 
 Direction = Literal["at_most", "at_least"]
 
+#: The public names of this module. The recording functions (``record``, ``set_sink``, ``set_recorder``,
+#: ``mark_expected``) are the plugin's plumbing, not API: figures are recorded by the ``measure_*`` /
+#: ``assert_*`` helpers, which also record the strength of their audit (issue 36).
+__all__ = ["Direction", "LeakResult", "PrivacyLeakError", "expect_leak", "is_expected", "target_facts",
+           "NOT_POWER", "audit_value", "encode", "figure", "decode_result", "FIGURE_FIELDS"]
+
 
 class PrivacyLeakError(AssertionError):
     """Raised by the ``assert_*`` helpers; carries the failing :class:`LeakResult`."""
@@ -183,12 +189,12 @@ _EXPECTED_ATTR = "_privleak_expected_leak"
 
 
 def set_sink(sink: list | None) -> None:
-    """Divert this thread's results into ``sink`` instead of the plugin's recorder (``None``: stop diverting)."""
+    """Internal (not API). Divert this thread's results into ``sink`` instead of the plugin's recorder (``None``: stop diverting)."""
     _local.sink = sink
 
 
 def set_recorder(recorder: Callable[[LeakResult], None] | None) -> Callable[[LeakResult], None] | None:
-    """Install the process-wide callable that receives every recorded result; returns the previous one."""
+    """Internal (not API). Install the process-wide callable that receives every recorded result; returns the previous one."""
     global _recorder
     with _lock:
         previous, _recorder = _recorder, recorder
@@ -196,7 +202,7 @@ def set_recorder(recorder: Callable[[LeakResult], None] | None) -> Callable[[Lea
 
 
 def record(result: LeakResult) -> LeakResult:
-    """Hand ``result`` to the plugin (or this thread's diverting sink); inside :class:`expect_leak` it is expected."""
+    """Internal (not API): the helpers' recording. Hand ``result`` to the plugin (or this thread's diverting sink); inside :class:`expect_leak` it is expected."""
     with _lock:
         expecting, recorder = _expecting, _recorder
     if expecting:
@@ -312,9 +318,13 @@ def _audit_stack() -> list:
 
 def _stamp_audit(result: LeakResult) -> None:
     """Give ``result`` the audit record of the outermost audited helper running in this thread (the call the
-    user wrote), each of its ``resolved`` settings replaced by what ran where the result's evidence says."""
+    user wrote), each of its ``resolved`` settings replaced by what ran where the result's evidence says.
+
+    Outside any helper (the figure over seeds, recorded after its members) the record the result carries
+    stays; inside one, the helper's record replaces it (a result reused from an earlier call of another
+    helper must not keep that call's settings)."""
     stack = getattr(_audits, "stack", None)
-    if result.audit or not stack:
+    if not stack:
         return
     from . import __version__
 

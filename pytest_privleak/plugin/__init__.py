@@ -131,7 +131,7 @@ def _gated_status(config: pytest.Config, status):
                          "--markers or --version, from the command line, the ini's addopts or PYTEST_ADDOPTS), "
                          "or the baseline option was changed after start-up; the run fails (exit 4). Run the "
                          "privacy tests with --privleak-baseline and nothing that replaces the test run\n")
-        return pytest.ExitCode.USAGE_ERROR
+        return pytest.ExitCode.USAGE_ERROR if status in (0, pytest.ExitCode.OK) else status
     decided = config.stash[GATE_STATUS_KEY]
     if decided is not None and status in (0, pytest.ExitCode.OK):
         return decided

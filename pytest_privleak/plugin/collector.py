@@ -282,7 +282,8 @@ class ResultCollector(Recorder):
         report = build_report(tests, workers, seed=self.settings.seed, xdist=bool(self.workers))
         from .settings import SHARD_REPORT_KEY
 
-        shard = self.config.stash.get(SHARD_REPORT_KEY, None)   # this run's shard, named for the merge
+        stash = getattr(self.config, "stash", None)
+        shard = stash.get(SHARD_REPORT_KEY, None) if stash is not None else None   # this run's shard, for the merge
         if shard is not None:
             report["run"]["shard"] = dict(shard)
         return report
