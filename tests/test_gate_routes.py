@@ -397,3 +397,29 @@ def pytest_privleak_report(config, report):
     command = subprocess.run([sys.executable, "-P", "-m", "pytest_privleak", "gate", "--baseline", "base.json",
                               "shard-1"], cwd=suite.path, capture_output=True, text=True, timeout=120)
     assert command.returncode == 1, command.stdout + command.stderr
+
+
+def test_a_conftest_that_replaces_the_gate_passes_in_process_but_not_the_command(suite):
+    # what no in-process check can promise: code in the process replaces gate.compare and the run exits 0;
+    # the verdict reached outside it, from the report that run wrote, still sees the regression
+    suite.makeconftest('''
+import pytest_privleak.report.gate as gate
+
+real = gate.compare
+
+
+def always_passes(current, baseline, *args, **kwargs):
+    return real(baseline, baseline, *args, **kwargs)
+
+
+gate.compare = always_passes
+''')
+    run = _run(suite, "--privleak-baseline=base.json", "--privleak-report=branch-rep")
+    assert run.ret == pytest.ExitCode.OK, run.stdout.str()        # the threat model says so, honestly
+    import subprocess
+    import sys
+
+    command = subprocess.run([sys.executable, "-P", "-m", "pytest_privleak", "gate", "--baseline", "base.json",
+                              "branch-rep"], cwd=suite.path, capture_output=True, text=True, timeout=120)
+    assert command.returncode == 1, command.stdout + command.stderr
+    assert "REGRESSION test_suite.py::test_scorer membership.auc [scorer]: before 0.500, after 0.870" in command.stdout
