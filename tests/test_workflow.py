@@ -258,6 +258,8 @@ def test_the_merge_job_never_checks_out_or_runs_the_branch_s_code(merge):
     assert not any("python -m pytest" in s.get("run", "") for s in merge["steps"])
     _, step = _step(merge, _runs("-m pytest_privleak gate"), "gates the shard reports")
     assert "python -I -m pytest_privleak gate" in step["run"]
+    # a fork's pull request gets no secrets: main's baseline (its own artifact) is then read unverified, said so
+    assert 'if [ -z "${PRIVLEAK_CACHE_HMAC_KEY:-}" ]; then' in step["run"] and "--unsigned-ok" in step["run"]
 
 
 def test_a_pull_request_runs_main_s_privacy_tests_conftest_and_ini_owned_by_codeowners(workflow, job):

@@ -404,6 +404,11 @@ class ResultCollector(Recorder):
         except Exception as exc:
             comparison = failed_comparison(path, f"the comparison could not run ({type(exc).__name__}: {exc}); "
                                                  "please report this as a bug")
+        from ..report.baseline_file import unverified_note
+
+        note = unverified_note(self.baseline, path)
+        if note:
+            comparison["notes"] = [*comparison.get("notes", []), note]
         report["baseline"] = encode(comparison)
         return gate_exit(comparison)
 

@@ -93,6 +93,14 @@ def sign(data: dict[str, Any]) -> dict[str, Any]:
 UNSIGNED_OK = "--privleak-unsigned-ok"
 
 
+def unverified_note(data: dict[str, Any], path: Any) -> str | None:
+    """The note a gate prints when it reads a signed file without the key (``--privleak-unsigned-ok``)."""
+    if SIGNATURE_FIELD in data and hmac_secret() is None:
+        return (f"{path} is signed but was read unverified ({HMAC_KEY_ENV} is not set here; accepted by "
+                f"{UNSIGNED_OK})")
+    return None
+
+
 def check_signature(data: dict[str, Any], path: Path, *, unsigned_ok: bool = False) -> None:
     """With ``PRIVLEAK_CACHE_HMAC_KEY`` set: refuse a baseline that is unsigned or whose entries were edited.
 

@@ -106,7 +106,7 @@ def leak_lines(report: dict[str, Any]) -> list[str]:
 def run(args: argparse.Namespace, out=sys.stdout) -> int:
     """The command: read, merge, gate, write; the exit status."""
     from ...results import encode
-    from ..baseline_file import baseline_to_save, load_baseline
+    from ..baseline_file import baseline_to_save, load_baseline, unverified_note
     from ..gate import compare, gate_exit, gate_lines, parse_tolerances
     from ..keys import key_problems
     from ..merge import MergeError, merge_reports
@@ -126,6 +126,7 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
     if baseline is not None:
         comparison = compare(merged, baseline, tolerances, str(args.baseline), allow_missing=args.allow_missing,
                              errors=key_problems(merged["tests"]))
+        comparison["notes"] += [note for note in (unverified_note(baseline, args.baseline),) if note]
         merged["baseline"] = encode(comparison)
         lines += gate_lines(comparison)
         decided = gate_exit(comparison)
