@@ -189,12 +189,14 @@ _EXPECTED_ATTR = "_privleak_expected_leak"
 
 
 def set_sink(sink: list | None) -> None:
-    """Internal (not API). Divert this thread's results into ``sink`` instead of the plugin's recorder (``None``: stop diverting)."""
+    """Internal (not API). Divert this thread's results into ``sink`` instead of the plugin's recorder
+    (``None``: stop diverting)."""
     _local.sink = sink
 
 
 def set_recorder(recorder: Callable[[LeakResult], None] | None) -> Callable[[LeakResult], None] | None:
-    """Internal (not API). Install the process-wide callable that receives every recorded result; returns the previous one."""
+    """Internal (not API). Install the process-wide callable that receives every recorded result; returns the
+    previous one."""
     global _recorder
     with _lock:
         previous, _recorder = _recorder, recorder
@@ -202,7 +204,8 @@ def set_recorder(recorder: Callable[[LeakResult], None] | None) -> Callable[[Lea
 
 
 def record(result: LeakResult) -> LeakResult:
-    """Internal (not API): the helpers' recording. Hand ``result`` to the plugin (or this thread's diverting sink); inside :class:`expect_leak` it is expected."""
+    """Internal (not API): the helpers' recording. Hand ``result`` to the plugin (or this thread's diverting
+    sink); inside :class:`expect_leak` it is expected; inside an :func:`audited` helper it gets its audit record."""
     with _lock:
         expecting, recorder = _expecting, _recorder
     if expecting:

@@ -46,7 +46,8 @@ from ..results import LeakResult, _fmt
 PAYLOAD_KEY = "privleak"
 #: Until report/terminal.py and report/gate.py build :class:`~report.lines.Line` s, their plain-str lines
 #: that report a failure are recognised by these first words (the collector's own lines carry their colour).
-_LEGACY_ALARMS = ("REGRESSION", "INVALID", "MISSING", "WEAKENED", "INCONCLUSIVE", "privleak baseline gate FAILED", "worker")
+_LEGACY_ALARMS = ("REGRESSION", "INVALID", "MISSING", "WEAKENED", "INCONCLUSIVE", "privleak baseline gate FAILED",
+                  "worker")
 _RED = {"red": True, "bold": True}
 _GONE = object()
 

@@ -86,8 +86,8 @@ def sign(data: dict[str, Any]) -> dict[str, Any]:
     if secret is None:
         return data
     return {**data, SIGNATURE_FIELD: {"hmac": signature(_SIGNED, _signed_text(data), secret),
-                                      "covers": "each entry's key, attack, metric, direction, value, tolerance, per-seed figures "
-                                                "and audit record"}}
+                                      "covers": "each entry's key, attack, metric, direction, value, tolerance, "
+                                                "per-seed figures and audit record"}}
 
 
 UNSIGNED_OK = "--privleak-unsigned-ok"
