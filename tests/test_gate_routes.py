@@ -221,10 +221,14 @@ def suite(pytester, clean_env):
     return pytester
 
 
-def test_merge_reports_from_the_ini_addopts_are_refused(suite):
-    # before: no test ran, the committed report's figures were gated: "gate passed", exit 0; now a usage error
+@pytest.mark.parametrize("vouched", [False, True])
+def test_merge_reports_from_the_ini_addopts_are_refused(suite, vouched):
+    # before: no test ran, the committed report's figures were gated: "gate passed", exit 0; now a usage error,
+    # also when a conftest sets PYTEST_ADDOPTS at import to make the option look like the workflow's
     (suite.path / "forged").mkdir()
     (suite.path / "forged" / "report.json").write_text((suite.path / "main-rep" / "report.json").read_text())
+    if vouched:
+        suite.makeconftest("import os\nos.environ['PYTEST_ADDOPTS'] = '--privleak-merge-reports forged'\n")
     suite.makeini("[pytest]\naddopts = --privleak-merge-reports forged\n")
     run = _run(suite, "--privleak-baseline=base.json")
     assert run.ret == pytest.ExitCode.USAGE_ERROR, run.stdout.str()
