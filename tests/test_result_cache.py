@@ -216,7 +216,7 @@ def test_cea_verdict_and_message_are_the_same_computed_or_loaded(cache):
     cache.rerun = True
     recomputed = measure_cea(model, PIN)
     cache.rerun = False
-    assert without_cache_line(measure_cea(model, PIN)) == recomputed.to_json()
+    assert without_cache_line(measure_cea(model, PIN)) == without_cache_line(recomputed)
 
 
 def test_cea_of_a_model_without_a_hash_is_always_recomputed(cache):
@@ -246,7 +246,7 @@ def test_d_exposure_and_membership_are_cached_too(cache):
     words = {"PER": ["Ann", "Bob", "Cy"]}
     a = assert_d_exposure_below(tagger, {"PER": "Chelsea"}, 5.0, class_words=words)
     b = assert_d_exposure_below(tagger, {"PER": "Chelsea"}, 5.0, class_words=words)
-    assert without_cache_line(b) == a.to_json()
+    assert without_cache_line(b) == without_cache_line(a)
 
     losses = {i: float(i) for i in range(200)}
 
@@ -303,4 +303,5 @@ def _same_figure(loaded: dict, computed: dict) -> bool:
     the settings and every figure to the cached measurement (issue 36)."""
     a, b = dict(loaded), dict(computed)
     settings = [{"allow_inconclusive": False, **d.pop("audit")["settings"]} for d in (a, b)]  # measure_* has none
+    # (the helper's name is left out of both by without_cache_line / here)
     return a == b and settings[0] == settings[1]
