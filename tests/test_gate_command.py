@@ -152,9 +152,10 @@ def test_each_malformed_report_is_refused_with_exit_4_naming_the_file(tmp_path, 
         data["tests"][0]["results"][0]["audit"] = {"settings": 3}
         path.write_text(json.dumps(data))
     base = _baseline(tmp_path / "base.json", {"a": 0.5})
-    run = gate("--baseline", str(base), given, cwd=tmp_path)
+    run = gate("--baseline", str(base), "--report", "merged", given, cwd=tmp_path)
     assert run.returncode == 4, run.stdout + run.stderr
     assert message in run.stdout and str(path) in run.stdout, run.stdout
+    assert message in (tmp_path / "merged" / "summary.md").read_text()     # the job summary says why
 
 
 def test_a_report_too_large_is_refused_before_it_is_read(tmp_path, monkeypatch):

@@ -120,6 +120,9 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
         merged = merge_reports(read_reports(args.reports, unsigned_ok=args.unsigned_ok))
     except (GateInputError, MergeError, ReportFileError, ValueError) as exc:
         out.write(printable(f"ERROR: {exc}") + "\n")
+        written = _refusal(args, str(exc))
+        if written is not None:
+            out.write(printable(f"privleak report: {written} says why") + "\n")
         return EXIT_USAGE
     lines = [f"privleak gate: {len(merged['tests'])} test(s) from {len(args.reports)} report(s)"]
     status = EXIT_OK
@@ -153,6 +156,24 @@ def run(args: argparse.Namespace, out=sys.stdout) -> int:
         lines.append(f"privleak report: {written['html']} (also {written['json'].name}, {written['markdown'].name})")
     out.write("\n".join(printable(line) for line in lines) + "\n")
     return status
+
+
+def _refusal(args: argparse.Namespace, error: str) -> Path | None:
+    """With ``--report``: a report with no tests whose gate part names ``error`` (so CI's job summary says why
+    the gate stopped); ``None`` when not asked or the folder cannot be written."""
+    if args.report is None:
+        return None
+    from ...results import encode
+    from ..gate import failed_comparison
+    from ..model import build_report
+    from ..writer import write_report
+
+    report = build_report([], [], seed=0, xdist=False)
+    report["baseline"] = encode(failed_comparison(str(args.baseline or "(no baseline)"), error))
+    try:
+        return write_report(report, args.report)["markdown"]
+    except OSError:
+        return None
 
 
 def main(argv: list[str] | None = None) -> int:
