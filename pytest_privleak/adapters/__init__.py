@@ -33,6 +33,8 @@ _LAZY = {
     "generate_from_prefixes": ".generation",
     "generator_for": ".generation",
     "TokenGenerator": ".generation",
+    "cross_entropy64": ".log_probs",
+    "log_prob_of": ".log_probs",
 }
 
 __all__ = ["from_transformers", *sorted(_LAZY)]

@@ -17,8 +17,10 @@
 Utterances are scored as their text (tokens joined by single spaces), so a
 multi-piece word is scored piece by piece. Lower means more likely, as the
 exposure metric needs. Scores are computed under ``torch.no_grad`` on the
-model's device, in float32 from the model's logits whatever dtype it was
-loaded in.
+model's device, from the model's logits whatever dtype it was loaded in, each
+piece's log-probability to float64 precision (:func:`.causal_prefix.token_logp`:
+in float32 a memorised piece's rounds to exactly 0, and tied scores hide
+members from the membership attacks, issue 33).
 """
 from __future__ import annotations
 
@@ -119,7 +121,7 @@ class CausalLMScorer(_LMScorer):
     :meth:`score_with_shared_prefix` scores a whole space of candidates that
     share a prefix (exposure) with the prefix through the model once
     (:mod:`.causal_prefix`); it returns what :meth:`score` returns for the
-    same sentences, within float32 rounding.
+    same sentences, within float32 rounding of the logits.
     """
 
     kind = "transformers-causal-lm"
@@ -268,9 +270,9 @@ class MaskedLMScorer(_LMScorer):
             truth = copies[torch.arange(u.shape[0], device=ids.device), p]
             copies[torch.arange(u.shape[0], device=ids.device), p] = self.mask_id
             logits = self.model(input_ids=copies, attention_mask=mask[u]).logits
-            at = logits[torch.arange(u.shape[0], device=ids.device), p].float()
-            logp = self._check(torch.log_softmax(at, dim=-1).gather(-1, truth.unsqueeze(-1)).squeeze(-1))
-            totals.index_add_(0, u, -logp.double())
+            at = logits[torch.arange(u.shape[0], device=ids.device), p]
+            logp = self._check(token_logp(at, truth))
+            totals.index_add_(0, u, -logp)
         return (totals / LN2).cpu().numpy()
 
 

@@ -109,6 +109,7 @@ def _check_tolerance(tolerance: Any) -> float | None:
 def _tpr_result(auc: LeakResult, m: MembershipMeasurement, fpr: float) -> LeakResult:
     """The measured TPR-at-``fpr`` result beside the AUC result ``auc`` (``threshold=None``)."""
     p = m.point(fpr)
+    tied = {"tied_non_members": float(p.tied), "tied_members": float(p.tied_members)} if p.tied_out else {}
     if m.method in ("loss", "reference"):
         rule = f"member when {'loss - reference loss' if m.calibrated else 'loss'} < {-p.threshold:.6g}"
     else:
@@ -119,7 +120,8 @@ def _tpr_result(auc: LeakResult, m: MembershipMeasurement, fpr: float) -> LeakRe
                       label=auc.label, evidence={**auc.evidence, "rule": rule},
                       extra={"auc": m.auc, "achieved_fpr": p.achieved_fpr,
                              # the members called members, of all members: pooled over seeds by Clopper-Pearson
-                             "successes": float(round(p.tpr * m.n_members)), "trials": float(m.n_members)},
+                             "successes": float(round(p.tpr * m.n_members)), "trials": float(m.n_members),
+                             **tied},
                       remedy=auc.remedy, target=auc.target)
 
 
@@ -226,17 +228,35 @@ def _coverage(result: LeakResult) -> tuple[bool, str, str]:
             f"from reference {int(ran) + 1})")
 
 
+def _ties(result: LeakResult) -> tuple[bool, str, str]:
+    """Whether the TPR result's FPR was measurable, or ties at its threshold hid it (issue 33), and the fix."""
+    tied = result.extra.get("tied_non_members")
+    if not tied:
+        return True, "", ""
+    fpr = float(result.metric.rsplit("_", 1)[1])
+    return (False, f"TPR at FPR {_pct(fpr)} is not measurable: {int(tied)} non-members and "
+                   f"{int(result.extra.get('tied_members', 0))} members tie at its threshold, so the "
+                   f"{result.value:.3f} shown is the TPR at FPR {result.extra['achieved_fpr']:.4f}, a lower bound",
+            "scores that tell records apart: compute the loss with pytest_privleak.adapters.cross_entropy64(logits, "
+            "labels), exact in float64, so that confidently fitted records do not all round to a loss of 0")
+
+
 def _gate(measured: list[LeakResult], threshold: float | None, tpr_limit: float | None,
           tolerance: float | None, allow_inconclusive: bool = False) -> LeakResult:
-    """Record both results and raise for the gated one: a leak, or a pass with fewer references than asked
-    (inconclusive, as every budgeted audit of the plugin, unless ``allow_inconclusive``)."""
+    """Record both results and raise for the gated one: a leak, or a pass with fewer references than asked or
+    with a TPR whose FPR ties hide (inconclusive, as every budgeted audit of the plugin, unless
+    ``allow_inconclusive``)."""
     __tracebackhide__ = True
     complete, covered, rest = _coverage(measured[0])
 
     def check(result: LeakResult) -> LeakResult:
         __tracebackhide__ = True
-        return check_covered(result, complete=complete, covered=covered, rest=rest,
-                             allow_inconclusive=allow_inconclusive)
+        done, what, how = complete, covered, rest
+        measurable, tie_what, tie_how = _ties(result)
+        if not measurable:
+            done = False
+            what, how = "; ".join(x for x in (what, tie_what) if x), "; ".join(x for x in (how, tie_how) if x)
+        return check_covered(result, complete=done, covered=what, rest=how, allow_inconclusive=allow_inconclusive)
 
     auc = dataclasses.replace(measured[0], threshold=threshold, tolerance=tolerance)
     if tpr_limit is None:
@@ -245,7 +265,7 @@ def _gate(measured: list[LeakResult], threshold: float | None, tpr_limit: float 
     if threshold is None:
         record(auc)
         return check(tpr)
-    if auc.passed and not tpr.passed:
+    if auc.passed and (not tpr.passed or not _ties(tpr)[0]):
         record(auc)
         return check(tpr)
     record(tpr)

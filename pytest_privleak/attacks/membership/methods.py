@@ -21,6 +21,7 @@ Min-K% 60.0 %, so neither may replace it as the default.
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,36 @@ METHODS = ("auto", "loss", "reference", "lira", "rmia", "zlib", "min-k")
 
 class DistributionShiftWarning(UserWarning):
     """Members and non-members look drawn from different distributions: part of the figure may be that shift."""
+
+
+class CoarseScoresWarning(UserWarning):
+    """Many records got exactly the same score (e.g. a float32 loss of 0): the attack cannot rank them."""
+
+
+#: a score shared by more than this share of the records (and by at least 2) is named in a CoarseScoresWarning
+#: (a bag-of-words model gives the same loss to reordered utterances: a few such ties are no alarm)
+COARSE_SHARE = 0.02
+
+
+def coarse_scores(values: np.ndarray, what: str) -> str | None:
+    """A warning text when one value (most often an exact 0) is shared by more than :data:`COARSE_SHARE` of
+    ``values``: tied scores hide the records' order, and a tie at a fixed FPR's threshold makes that FPR
+    unmeasurable (:func:`~.figures.tpr_at_fpr`)."""
+    if values.size < 2:
+        return None
+    distinct, counts = np.unique(values, return_counts=True)
+    top = int(np.argmax(counts))
+    count = int(counts[top])
+    if count < 2 or count <= COARSE_SHARE * values.size:
+        return None
+    value = float(distinct[top])
+    zeros = int(np.sum(values == 0.0))
+    head = (f"{zeros} of {values.size} scores ({zeros / values.size:.1%}) are exactly 0" if zeros == count else
+            f"{count} of {values.size} scores ({count / values.size:.1%}) are exactly {value:.17g}")
+    return (f"{what}: {head}, so the attack cannot rank those records, and a fixed FPR whose threshold falls among "
+            "them is not measurable; fix: score with pytest_privleak.adapters.cross_entropy64(logits, labels) (or "
+            "log_prob_of for a language model's pieces), exact in float64: F.cross_entropy rounds a loss to 0 once "
+            "the true class leads by about 17 logits in float32, 37 in float64")
 
 
 @dataclass(frozen=True)
@@ -179,6 +210,9 @@ def statistics(method: str, scorer: Any, members: list, non_members: list, *, re
         _check_same_architecture(scorer, [reference], "reference")
     loss_m = score_records(scorer, members, "target")
     loss_n = score_records(scorer, non_members, "target")
+    coarse = coarse_scores(np.concatenate([loss_m, loss_n]), f"the target's losses ({type(scorer).__name__}.score)")
+    if coarse:
+        warnings.warn(coarse, CoarseScoresWarning, stacklevel=4)
     detail: dict[str, str] = {}
     shift = None
     if method == "loss":
