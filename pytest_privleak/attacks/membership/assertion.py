@@ -19,19 +19,18 @@ from typing import Any
 
 from ...results import LeakResult, record, target_facts
 from ..remedies import UNKNOWN, remedy, remedy_for
-from .attack import (DEFAULT_EXPOSED, DEFAULT_FPRS, MembershipMeasurement, RocPoint, check_fpr,
-                         membership_inference)
+from .attack import (_NAMES, DEFAULT_EXPOSED, DEFAULT_FPRS, MembershipMeasurement, RocPoint, check_fpr,
+                     measure_methods, pick)
 from ..inconclusive import check_allow_inconclusive, check_covered
 from .methods import check_budget_applies
 from .rmia import DEFAULT_GAMMA
 
-_NAMES = {"loss": "loss", "reference": "calibrated loss", "lira": "LiRA", "rmia": "RMIA", "zlib": "zlib ratio",
-          "min-k": "Min-K% Prob"}
 _ATTACKS = {"loss": "loss threshold (Yeom et al.; mix-and-match §4.3.2)",
             "reference": "loss threshold calibrated by a reference model (Watson et al. 2022)",
             "lira": "LiRA (Carlini et al. 2022)", "rmia": "RMIA (Zarifzadeh et al. 2024)",
             "zlib": "log-perplexity / zlib entropy (Carlini et al. 2021 §5.1)",
-            "min-k": "Min-K% Prob, the 20 % least likely tokens (Shi et al. 2024)"}
+            "min-k": "Min-K% Prob, the 20 % least likely tokens (Shi et al. 2024)",
+            "base": "the pretrained base as a free reference, error-zone shifts (after EZ-MIA, Ilić et al. 2026)"}
 
 #: The remedy for a model of no known family; the result carries the one for the attacked model's.
 REMEDY = remedy("membership", UNKNOWN)
@@ -46,7 +45,7 @@ def _label(scorer: Any, m: MembershipMeasurement, name: str | None) -> str:
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"name must be a non-empty string or None, got {name!r}")
         return name
-    kind = _NAMES.get(m.method, m.method)
+    kind = "auto" if m.contest else _NAMES.get(m.method, m.method)     # stable whichever method wins
     return f"{type(scorer).__name__} {kind}: {m.n_members} members vs {m.n_non_members} non-members"
 
 
@@ -149,10 +148,13 @@ def measured_membership(scorer: Any, members: Sequence[Any], non_members: Sequen
     options = options or {}
 
     def compute() -> list[LeakResult]:
-        m = membership_inference(scorer, members, non_members, reference=reference, confidence=confidence,
-                                 fprs=fprs, **options)
-        auc = _auc_result(scorer, m, None, name, None)
-        return [auc] if tpr_fpr is None else [auc, _tpr_result(auc, m, tpr_fpr)]
+        ran = measure_methods(scorer, members, non_members, reference=reference, confidence=confidence, fprs=fprs,
+                              **options)
+        auc = _auc_result(scorer, pick(ran, "auc"), None, name, None)
+        if tpr_fpr is None:
+            return [auc]
+        strongest = pick(ran, tpr_fpr)       # auto: the method with the highest TPR at the gated FPR
+        return [auc, _tpr_result(_auc_result(scorer, strongest, None, name, None), strongest, tpr_fpr)]
 
     if options.get("references") is not None:
         return compute()
@@ -166,10 +168,14 @@ def measured_membership(scorer: Any, members: Sequence[Any], non_members: Sequen
 
 
 _OPTIONS_DOC = """
-    Attack options (all keyword): ``method`` "auto" (default: RMIA when
-    ``references`` are given, the calibrated loss with ``reference``, else the
-    loss attack; the evidence says which ran and why), "loss", "reference",
-    "lira" or "rmia". ``references``: a ``TargetRecipe`` (how the target was
+    Attack options (all keyword): ``method`` "auto" (default: every method the
+    inputs allow runs on the same scores, loss, LiRA and RMIA with
+    ``references``, the calibrated loss with ``reference``, zlib and Min-K%
+    for a language model, the base reference for a model fine-tuned from a
+    known base, and each figure is the strongest's, its interval at a
+    Bonferroni share of ``confidence``; the evidence's ``auto`` line says which
+    won and by how much), "loss", "reference", "lira", "rmia", "zlib",
+    "min-k" or "base". ``references``: a ``TargetRecipe`` (how the target was
     trained: ``k`` references are trained with it, each cached like any
     target, on random halves of ``population``, default the recipe dataset's
     valid split; ``online=True`` also on the candidates) or a ``ReferenceSet``.
