@@ -126,11 +126,23 @@ class CausalLMScorer(_LMScorer):
 
     kind = "transformers-causal-lm"
 
-    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int = 64) -> None:
+    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int = 64, base: Any = None) -> None:
         super().__init__(model, tokenizer, batch_size=batch_size)
         #: put in front of utterances that do not start with it, so their first piece is scored
         self.bos_id: int | None = bos_id_of(model, tokenizer)
         self._plans: dict[tuple, Any] = {}
+        if base is not None:
+            if not isinstance(base, torch.nn.Module) or not is_causal_lm(base):
+                raise TypeError(f"base must be the pretrained causal LM the model was fine-tuned from (a loaded "
+                                f"AutoModelForCausalLM), got {type(base).__name__}; fix: base=AutoModelForCausalLM."
+                                "from_pretrained(the base's name or folder)")
+            rows, base_rows = model.get_input_embeddings().weight.shape[0], base.get_input_embeddings().weight.shape[0]
+            if rows != base_rows:
+                raise ValueError(f"base has {base_rows} vocabulary rows, the model {rows}: the base must read the "
+                                 "model's tokenizer as the model does; fix: resize the base's embeddings as the "
+                                 "fine-tuning did (base.resize_token_embeddings(len(tokenizer))) before passing it")
+        #: the pretrained base, the free reference of the ``base`` membership method (None: unknown)
+        self.base = None if base is None else base.eval()
 
     def _ids(self, texts: list[str]) -> list[list[int]]:
         """Pieces of each text as scored: the tokenizer's (with its special tokens), ``bos`` in front."""
@@ -184,15 +196,30 @@ class CausalLMScorer(_LMScorer):
         The per-token view of :meth:`score` (each row sums to ``-score * ln 2``), for Min-K% Prob
         (:mod:`pytest_privleak.attacks.membership.reference_free`).
         """
+        return [logp for logp, _ in self.token_predictions(utterances)]
+
+    @torch.no_grad()
+    def token_predictions(self, utterances: Sequence[Any]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per utterance, ``(log Pr(x_t | x_<t) [T], hit [T])``: each scored piece's log-probability (nats,
+        float64) and whether it is the model's most likely next piece there (the error positions of
+        :mod:`pytest_privleak.attacks.membership.base_reference` are where it is not)."""
         rows = self._rows(utterances)
-        out: list[np.ndarray] = []
+        out: list[tuple[np.ndarray, np.ndarray]] = []
         for start in range(0, len(rows), self.batch_size):
             chunk = rows[start:start + self.batch_size]
             ids, mask = self._padded(chunk)
             logits = logits_but_last(self.model, ids, attention_mask=mask, use_cache=False)
             logp = self._check(token_logp(logits, ids[:, 1:])).double().cpu().numpy()
-            out += [logp[i, :len(r) - 1] for i, r in enumerate(chunk)]
+            hit = (logits.argmax(dim=-1) == ids[:, 1:]).cpu().numpy()
+            out += [(logp[i, :len(r) - 1], hit[i, :len(r) - 1]) for i, r in enumerate(chunk)]
         return out
+
+    def base_reference(self) -> "CausalLMScorer | None":
+        """The pretrained base this model was fine-tuned from, as a scorer over the same tokenizer (``base=`` of
+        :func:`language_model_adapter`), or None: the free reference of the ``base`` membership method."""
+        if self.base is None:
+            return None
+        return CausalLMScorer(self.base, self.tokenizer, batch_size=self.batch_size)
 
     def unknown_words(self, words: Sequence[str]) -> list[str]:
         """The ``words`` (distinct, in order) that the tokenizer spells with its unknown token, or with nothing."""
@@ -276,14 +303,21 @@ class MaskedLMScorer(_LMScorer):
         return (totals / LN2).cpu().numpy()
 
 
-def language_model_adapter(model: Any, tokenizer: Any, *, batch_size: int | None = None) -> CausalLMScorer | MaskedLMScorer:
+def language_model_adapter(model: Any, tokenizer: Any, *, batch_size: int | None = None,
+                           base: Any = None) -> CausalLMScorer | MaskedLMScorer:
     """A ``SequenceScorer`` for a loaded ``AutoModelForCausalLM`` or ``AutoModelForMaskedLM``.
 
-    ``batch_size``: utterances (causal) or masked copies (masked) per forward pass.
+    ``batch_size``: utterances (causal) or masked copies (masked) per forward pass. ``base``: the pretrained
+    causal LM the model was fine-tuned from (same tokenizer), which the ``base`` membership method compares
+    it with at no training cost (after EZ-MIA, Ilić et al. 2026).
     """
     if is_masked_lm(model):
+        if base is not None:
+            raise TypeError("base= is read by the causal-LM adapter only (the base membership method compares next-"
+                            "piece predictions); fix: drop it for a masked LM")
         return MaskedLMScorer(model, tokenizer, **({} if batch_size is None else {"batch_size": batch_size}))
     if is_causal_lm(model):
-        return CausalLMScorer(model, tokenizer, **({} if batch_size is None else {"batch_size": batch_size}))
+        return CausalLMScorer(model, tokenizer, base=base,
+                              **({} if batch_size is None else {"batch_size": batch_size}))
     raise TypeError(f"{type(model).__name__} is neither a causal nor a masked language model; fix: load it with "
                     "AutoModelForCausalLM or AutoModelForMaskedLM (a classifier goes to classifier_adapter)")

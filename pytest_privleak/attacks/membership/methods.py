@@ -7,7 +7,9 @@
   loss), online when the references were trained on the candidates;
 - ``rmia``: :mod:`.rmia` against the population records;
 - ``zlib`` and ``min-k``: :mod:`.reference_free`, for a lone
-  language model that no reference can be trained for.
+  language model that no reference can be trained for;
+- ``base``: :mod:`.base_reference`, a fine-tuned language model against
+  the pretrained base it started from (after EZ-MIA), no training at all.
 
 ``auto`` is the strongest attack on the model at hand (issue 33): every method
 the inputs allow runs on the same scores (:func:`auto_methods`: with reference
@@ -31,6 +33,7 @@ import numpy as np
 
 from ...finite import require_finite
 from .figures import auc_from_statistics, auc_interval
+from .base_reference import base_of, base_statistics
 from .lira import lira_offline, lira_online, logit_confidence
 from .records import as_utterances, training_form
 from .reference_free import (DEFAULT_MIN_K_FRACTION, has_token_log_probs, min_k_statistic, texts_of,
@@ -38,7 +41,7 @@ from .reference_free import (DEFAULT_MIN_K_FRACTION, has_token_log_probs, min_k_
 from .references import ReferenceSet, TargetRecipe, check_time_budget_s, train_references
 from .rmia import DEFAULT_GAMMA, DEFAULT_OFFLINE_A, log_ratio, rmia_scores, tune_offline_a
 
-METHODS = ("auto", "loss", "reference", "lira", "rmia", "zlib", "min-k")
+METHODS = ("auto", "loss", "reference", "lira", "rmia", "zlib", "min-k", "base")
 
 
 class DistributionShiftWarning(UserWarning):
@@ -206,14 +209,17 @@ def auto_methods(scorer: Any, reference: Any, references: ReferenceSet | None) -
     (one with ``token_log_probs``).
     """
     free = ("zlib", "min-k") if has_token_log_probs(scorer) else ()
+    if callable(getattr(scorer, "base_reference", None)) and base_of(scorer) is not None:
+        free = (*free, "base")
     if references is not None:
         return ("loss", "lira", "rmia", *free), (f"auto: {references.k} reference model(s), so every method that "
                                                   "reads them runs (each costs only scoring)")
     if reference is not None:
         return ("loss", "reference", *free), "auto: one reference model, so the loss and the calibrated loss run"
     if free:
+        what = "the pretrained base as a free reference" if "base" in free else "the reference-free statistics"
         return ("loss", *free), ("auto: no reference models (pass references=TargetRecipe(...) for LiRA and RMIA), "
-                                 "so the reference-free statistics of a language model run")
+                                 f"so {what} of a language model run beside the loss")
     return ("loss",), ("auto: no reference models (pass references=TargetRecipe(...) for LiRA and RMIA), so the "
                        "loss attack, which Carlini et al. 2022 find near chance at low FPR: a pass here is weak "
                        "evidence")
@@ -256,6 +262,19 @@ def statistics(method: str, scorer: Any, members: list, non_members: list, *, re
         detail["Min-K% Prob"] = (f"mean log-probability of the {DEFAULT_MIN_K_FRACTION:.0%} least likely tokens "
                                  "(Shi et al. 2024 §3)")
         return Statistics(method, why, min_k_statistic(tokens_m), min_k_statistic(tokens_n), loss_m, loss_n, detail)
+    if method == "base":
+        base = base_of(scorer)
+        if base is None:
+            raise ValueError(f"method='base' needs the pretrained model the target was fine-tuned from, and "
+                             f"{type(scorer).__name__} names none; fix: from_transformers(model, tokenizer, "
+                             "base=base_model), or the causal-lm target (its base is known)")
+        stat, ez = base_statistics(scorer, base, members + non_members)
+        n_m = len(members)
+        detail["base reference"] = ("the pretrained base, no reference trained; error-zone log-ratio of the "
+                                    "fine-tuning's probability shifts where the target predicts wrong (after "
+                                    "EZ-MIA, arXiv 2601.12104 §3), ties by the whole shift")
+        return Statistics(method, why, stat[:n_m], stat[n_m:], loss_m, loss_n, detail, None, ez,
+                          "error-zone log-ratio")
     if method == "reference":
         ref_m = book.score(reference, members, "reference")
         ref_n = book.score(reference, non_members, "reference")
