@@ -283,6 +283,11 @@ class MaskedLMScorer(_LMScorer):
         self.mask_id: int = tokenizer.mask_token_id
         self._special = torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long)
 
+    def token_predictions(self, utterances: Sequence[Any]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per utterance, each scored piece's log-probability with it masked (nats, float64) and whether it is the
+        model's most likely piece there (the error positions of the ``base`` membership method)."""
+        return masked_token_predictions(self, utterances)
+
     @torch.no_grad()
     def score(self, utterances: Sequence[Any]) -> np.ndarray:
         """``-sum_t log2 Pr(x_t | x_\\t)`` per utterance (each piece masked in its own copy), float64 ``[N]``."""
@@ -301,6 +306,30 @@ class MaskedLMScorer(_LMScorer):
             logp = self._check(token_logp(at, truth))
             totals.index_add_(0, u, -logp)
         return (totals / LN2).cpu().numpy()
+
+
+def masked_token_predictions(scorer: MaskedLMScorer, utterances: Sequence[Any]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per utterance, ``(log Pr(x_t | x_\\t) [T], hit [T])`` of each scored piece (masked in its own copy, as
+    :meth:`MaskedLMScorer.score` reads it) and whether it is the model's most likely piece there."""
+    rows = scorer._encode(utterances)
+    ids, mask = scorer._padded(rows)
+    scored = (mask == 1) & ~torch.isin(ids, scorer._special.to(ids.device))
+    utt, pos = scored.nonzero(as_tuple=True)
+    logp = torch.empty(utt.shape[0], dtype=torch.float64)
+    hit = torch.empty(utt.shape[0], dtype=torch.bool)
+    with torch.no_grad():
+        for start in range(0, utt.shape[0], scorer.batch_size):
+            u, p = utt[start:start + scorer.batch_size], pos[start:start + scorer.batch_size]
+            arange = torch.arange(u.shape[0], device=ids.device)
+            copies = ids[u].clone()
+            truth = copies[arange, p]
+            copies[arange, p] = scorer.mask_id
+            at = scorer.model(input_ids=copies, attention_mask=mask[u]).logits[arange, p]
+            logp[start:start + u.shape[0]] = scorer._check(token_logp(at, truth)).cpu()
+            hit[start:start + u.shape[0]] = (at.argmax(dim=-1) == truth).cpu()
+    counts = scored.sum(dim=1).cpu().tolist()
+    bounds = np.cumsum([0] + counts)
+    return [(logp[a:b].numpy(), hit[a:b].numpy()) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def language_model_adapter(model: Any, tokenizer: Any, *, batch_size: int | None = None,

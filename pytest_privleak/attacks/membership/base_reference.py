@@ -29,6 +29,13 @@ The scorer offers the base through ``base_reference()`` (the causal-LM
 adapter with ``base=``, the ``causal-lm`` target), and both the target and
 the base ``token_predictions(utterances)``: per utterance the pieces'
 log-probabilities and whether each is the model's most likely piece.
+
+A classifier fine-tuned from a masked LM (the ``transformer-classifier``
+target) has no next-piece predictions of its own; there the same statistic
+compares masked-piece predictions (each piece masked in its own copy) of the
+Frankenstein model (the fine-tuned encoder under the base's generation head,
+mix-and-match §4.3.1) with the base masked LM's: our extension, not in the
+paper, which studies autoregressive models only.
 """
 from __future__ import annotations
 
