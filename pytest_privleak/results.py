@@ -5,13 +5,22 @@ baseline gate see them) and turned into the assertion message.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import math
+import numbers
 import re
 import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Literal
 
 Direction = Literal["at_most", "at_least"]
+
+#: The public names of this module. The recording functions (``record``, ``set_sink``, ``set_recorder``,
+#: ``mark_expected``) are the plugin's plumbing, not API: figures are recorded by the ``measure_*`` /
+#: ``assert_*`` helpers, which also record the strength of their audit (issue 36).
+__all__ = ["Direction", "LeakResult", "PrivacyLeakError", "expect_leak", "is_expected", "target_facts",
+           "NOT_POWER", "audit_value", "encode", "figure", "decode_result", "FIGURE_FIELDS"]
 
 
 class PrivacyLeakError(AssertionError):
@@ -67,6 +76,10 @@ class LeakResult:
     #: Points of a curve the report draws beside the figure, e.g. membership's ROC as
     #: ``{"fpr": [...], "tpr": [...]}`` (issue 18); empty when there is none.
     curve: dict[str, list[float]] = field(default_factory=dict)
+    #: The strength of the audit behind the figure (issue 36): the helper that measured it, the plugin's
+    #: version and every setting that bounds its power (:func:`audited`); the gate compares it with the
+    #: baseline's before the figures. Empty for a result built by hand.
+    audit: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.direction not in ("at_most", "at_least"):
@@ -176,12 +189,14 @@ _EXPECTED_ATTR = "_privleak_expected_leak"
 
 
 def set_sink(sink: list | None) -> None:
-    """Divert this thread's results into ``sink`` instead of the plugin's recorder (``None``: stop diverting)."""
+    """Internal (not API). Divert this thread's results into ``sink`` instead of the plugin's recorder
+    (``None``: stop diverting)."""
     _local.sink = sink
 
 
 def set_recorder(recorder: Callable[[LeakResult], None] | None) -> Callable[[LeakResult], None] | None:
-    """Install the process-wide callable that receives every recorded result; returns the previous one."""
+    """Internal (not API). Install the process-wide callable that receives every recorded result; returns the
+    previous one."""
     global _recorder
     with _lock:
         previous, _recorder = _recorder, recorder
@@ -189,17 +204,147 @@ def set_recorder(recorder: Callable[[LeakResult], None] | None) -> Callable[[Lea
 
 
 def record(result: LeakResult) -> LeakResult:
-    """Hand ``result`` to the plugin (or this thread's diverting sink); inside :class:`expect_leak` it is expected."""
+    """Internal (not API): the helpers' recording. Hand ``result`` to the plugin (or this thread's diverting
+    sink); inside :class:`expect_leak` it is expected; inside an :func:`audited` helper it gets its audit record."""
     with _lock:
         expecting, recorder = _expecting, _recorder
     if expecting:
         mark_expected(result)
+    _stamp_audit(result)
     sink = getattr(_local, "sink", None)
     if sink is not None:
         sink.append(result)
     elif recorder is not None:
         recorder(result)
     return result
+
+
+# --- the audit record: how strong the measurement behind each figure was (issue 36) ---------------
+# Every public measure_* / assert_* helper is wrapped by `audited`: the call's arguments are bound to its
+# signature (defaults applied) and each result recorded while it runs carries them in `LeakResult.audit`,
+# so a new argument is recorded without anyone remembering to. The gate orders them
+# (report/verdict/strength.py); tests/test_audit_record.py checks every helper's parameters are covered.
+
+#: Parameters that are not recorded because they cannot change how strong the audit is: what is audited
+#: (the model, its adapter and training configuration), how results are named, shown or cached, and the
+#: second limits of an assertion (they decide its pass or fail, not the figure). Parameters without a
+#: default (the model, the data, the canaries, the limit) are never recorded either.
+NOT_POWER: dict[str, str] = {
+    "name": "the result's label (its key in the baseline), not how it was measured",
+    "tolerance": "the gate takes tolerances from the baseline or the workflow, never from the run under review",
+    "cache": "where trained models are cached; a cached model is verified and equals a retrained one",
+    "progress": "seconds between progress lines on stderr",
+    "batch_size": "how many items are scored at once: the same scores, batched differently",
+    "show_pii": "whether the evidence shows the PII found or a salted hash of it",
+    "salt": "the salt of those hashes",
+    "redact": "whether the evidence shows members' text",
+    "wrap": "the adapter of the pipeline under test (part of what is audited, judged by its figure)",
+    "config": "the training configuration of the pipeline under test (what is audited, judged by its figure)",
+    "sources": "files whose content keys the cached training (a cache key, not a setting of the audit)",
+    "tokenizer": "the tokenizer of the model under test (part of the model)",
+    "reference_tokenizer": "the tokenizer of the reference model given by `reference` (part of that model)",
+    "max_hdt_floor": "a second limit of the same assertion: it decides pass or fail, not the figure",
+    "max_top5": "a second limit of the same assertion: it decides pass or fail, not the figure",
+    "max_tpr_at_fpr": "a second limit of the same assertion: it decides pass or fail, not the figure",
+}
+_MAX_LISTED = 32
+_audits = threading.local()
+
+
+def audit_value(value: Any) -> Any:
+    """A setting as the audit stores it: JSON scalars as they are, short lists and dicts of them item by
+    item, anything else by its size (``{"count": n}``) or its type (``"<ClassName>"``): never a repr with a
+    memory address, so the record is the same in every run."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        number = float(value)
+        return number if math.isfinite(number) else ("Infinity" if number > 0 else "-Infinity" if number < 0
+                                                     else "NaN")
+    if isinstance(value, dict) and len(value) <= _MAX_LISTED:
+        return {str(k): audit_value(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)) and len(value) <= _MAX_LISTED:
+        return [audit_value(v) for v in value]
+    if isinstance(value, (list, tuple, dict, set, frozenset)):
+        return {"count": len(value)}
+    return f"<{type(value).__name__}>"
+
+
+def audited(function: Callable | None = None, *, resolved: tuple[str, ...] = ()) -> Callable:
+    """Wrap a public ``measure_*`` / ``assert_*`` helper so each result it records carries its audit record.
+
+    Recorded: every parameter with a default that is not in :data:`NOT_POWER`, and every extra keyword
+    argument (``**attack``), as :func:`audit_value` gives it. ``resolved``: settings whose ``"auto"`` the
+    helper resolves and names in the result's evidence (``evidence["method"] == "exact"``): the record
+    keeps what ran, and what was asked under ``asked``. ``helper.__privleak_audited__`` lists the recorded
+    parameters.
+    """
+    if function is None:
+        return functools.partial(audited, resolved=resolved)
+    signature = inspect.signature(function)
+    params = signature.parameters.values()
+    captured = tuple(p.name for p in params if p.default is not p.empty and p.name not in NOT_POWER
+                     and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
+    extra = next((p.name for p in params if p.kind is p.VAR_KEYWORD), None)
+
+    @functools.wraps(function)
+    def helper(*args, **kwargs):
+        __tracebackhide__ = True
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError:
+            return function(*args, **kwargs)   # the helper names the bad argument itself
+        bound.apply_defaults()
+        settings = {n: audit_value(bound.arguments[n]) for n in captured}
+        if extra is not None:
+            settings.update({k: audit_value(v) for k, v in bound.arguments.get(extra, {}).items()
+                             if k not in NOT_POWER})
+        stack = _audit_stack()
+        stack.append({"helper": function.__name__, "settings": settings, "resolved": resolved})
+        try:
+            return function(*args, **kwargs)
+        finally:
+            stack.pop()
+
+    helper.__privleak_audited__ = captured
+    return helper
+
+
+def _audit_stack() -> list:
+    stack = getattr(_audits, "stack", None)
+    if stack is None:
+        stack = _audits.stack = []
+    return stack
+
+
+def _stamp_audit(result: LeakResult) -> None:
+    """Give ``result`` the audit record of the outermost audited helper running in this thread (the call the
+    user wrote), each of its ``resolved`` settings replaced by what ran where the result's evidence says.
+
+    Outside any helper (the figure over seeds, recorded after its members) the record the result carries
+    stays; inside one, the helper's record replaces it (a result reused from an earlier call of another
+    helper must not keep that call's settings)."""
+    stack = getattr(_audits, "stack", None)
+    if not stack:
+        return
+    from . import __version__
+
+    outer = stack[0]
+    settings, asked = dict(outer["settings"]), {}
+    for name in outer["resolved"]:
+        ran = result.evidence.get(name)
+        if name in settings and isinstance(ran, str) and ran != settings[name]:
+            asked[name], settings[name] = settings[name], ran
+    result.audit = {"helper": outer["helper"], "version": __version__, "settings": settings,
+                    **({"asked": asked} if asked else {})}
+
+
+def open_expect_leak_blocks() -> int:
+    """How many :class:`expect_leak` blocks are open now, in any thread (0 at the end of a sound run)."""
+    with _lock:
+        return _expecting
 
 
 def mark_expected(result: LeakResult) -> None:

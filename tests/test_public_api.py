@@ -31,3 +31,16 @@ def test_importing_the_package_and_the_plugin_imports_no_torch():
 def test_unknown_name_says_so():
     with pytest.raises(AttributeError, match="no attribute 'assert_nothing'"):
         pytest_privleak.assert_nothing  # noqa: B018
+
+
+def test_the_result_recording_functions_are_not_public_api():
+    """Issue 36 item 5: figures are recorded by the helpers (with their audit record), not by hand; the plumbing
+    stays importable for the plugin but is in neither the package's nor ``results``' public names."""
+    from pytest_privleak import results
+
+    plumbing = {"record", "set_sink", "set_recorder", "mark_expected", "open_expect_leak_blocks"}
+    assert not plumbing & set(pytest_privleak.__all__)
+    assert not plumbing & set(results.__all__)
+    assert all(hasattr(results, name) for name in results.__all__)
+    assert all("Internal (not API)" in getattr(results, name).__doc__ for name in ("record", "set_sink",
+                                                                                 "set_recorder"))

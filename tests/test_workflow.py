@@ -102,13 +102,13 @@ def _uses(action: str):
     return lambda step: step.get("uses", "").split("@")[0] == action
 
 
-@pytest.mark.parametrize("which", ["job", "merge"])
-def test_cpu_torch_is_installed_before_anything_else(request, which):
+@pytest.mark.parametrize("which, command", [("job", "python -m pytest"), ("merge", "-m pytest_privleak gate")])
+def test_cpu_torch_is_installed_before_anything_else(request, which, command):
     job = request.getfixturevalue(which)
     torch_at, torch = _step(job, lambda s: re.search(r"pip install \S*torch", s.get("run", "")), "installs torch")
     assert "--index-url https://download.pytorch.org/whl/cpu" in torch["run"]
     plugin_at, _ = _step(job, _runs("pip install pytest-privleak"), "installs pytest-privleak")
-    pytest_at, _ = _step(job, _runs("python -m pytest"), "runs pytest")
+    pytest_at, _ = _step(job, _runs(command), "runs the plugin")
     installs = [i for i, s in enumerate(job["steps"]) if "pip install" in s.get("run", "")]
     assert torch_at == installs[0] < plugin_at < pytest_at
 
@@ -182,10 +182,10 @@ def test_the_merge_job_runs_after_every_shard_even_a_failed_one(merge):
     download_at, download = _step(merge, _uses("actions/download-artifact"), "downloads the shard reports")
     assert download["with"]["pattern"] == "privleak-report-*" and download["with"]["path"] == "shards"
     assert "merge-multiple" not in download["with"]     # one folder per shard: shards/privleak-report-I
-    merge_at, step = _step(merge, _runs("--privleak-merge-reports"), "merges the shard reports")
+    merge_at, step = _step(merge, _runs("-m pytest_privleak gate"), "merges and gates the shard reports")
     assert download_at < merge_at
     assert 'shards+=("shards/privleak-report-$i")' in step["run"] and 'seq 1 "$PRIVLEAK_SHARDS"' in step["run"]
-    assert "--privleak-report=privleak-report" in step["run"]
+    assert "--report privleak-report" in step["run"]
     _, upload = _step(merge, lambda s: _uses("actions/upload-artifact")(s)
                       and s["with"]["path"] == "privleak-report/", "uploads the merged report")
     assert upload["if"] == "always()" and upload["with"]["name"] == "privleak-report"
@@ -198,9 +198,9 @@ def test_a_pull_request_is_gated_on_the_baseline_of_main_s_last_run(merge):
     assert "--branch main" in fetch["run"] and "--status success" in fetch["run"]
     assert "--name privleak-baseline" in fetch["run"]
     assert "exit 1" in fetch["run"]                     # no baseline is an error unless the team allows it
-    merge_at, run = _step(merge, _runs("--privleak-merge-reports"), "merges the shard reports")
-    assert fetch_at < merge_at and '"--privleak-baseline=$PRIVLEAK_BASELINE"' in run["run"]
-    assert "--privleak-save-baseline=.privleak/baseline.json" in run["run"]
+    merge_at, run = _step(merge, _runs("-m pytest_privleak gate"), "merges and gates the shard reports")
+    assert fetch_at < merge_at and '--baseline "$PRIVLEAK_BASELINE"' in run["run"]
+    assert "--save-baseline .privleak/baseline.json" in run["run"]
     _, upload = _step(merge, lambda s: _uses("actions/upload-artifact")(s)
                       and s["with"]["name"] == "privleak-baseline", "uploads main's baseline")
     assert "refs/heads/main" in upload["if"] and upload["with"]["if-no-files-found"] == "error"
@@ -219,15 +219,15 @@ def test_the_merge_step_s_script_merges_and_gates_real_shard_reports(tmp_path, w
                                                [result])], [], seed=0, xdist=False)
         report["run"]["shard"] = {"index": i, "count": count, "durations": None}
         write_report(report, tmp_path / "shards" / f"privleak-report-{i}")
-    _, step = _step(merge, _runs("--privleak-merge-reports"), "merges the shard reports")
+    _, step = _step(merge, _runs("-m pytest_privleak gate"), "merges and gates the shard reports")
     env = {**os.environ, "PRIVLEAK_SHARDS": str(count), "SAVE_BASELINE": "true",
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+           "PATH": f"{_python_shim(tmp_path / 'bin')}{os.pathsep}{os.environ['PATH']}"}
     env.pop("GITHUB_STEP_SUMMARY", None)
-    (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    env.pop("PRIVLEAK_CACHE_HMAC_KEY", None)
     saved = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=tmp_path, env=env, capture_output=True,
                            text=True, timeout=120)
     assert saved.returncode == 0, saved.stdout + saved.stderr
-    assert f"privleak merged {count} test(s) from {count} report(s)" in saved.stdout
+    assert f"privleak gate: {count} test(s) from {count} report(s)" in saved.stdout
     merged = json.loads((tmp_path / "privleak-report" / "report.json").read_text(encoding="utf-8"))
     assert [t["nodeid"] for t in merged["tests"]] == [f"tests/test_m{i}.py::test_t" for i in range(1, count + 1)]
     assert (tmp_path / ".privleak" / "baseline.json").is_file()
@@ -237,4 +237,43 @@ def test_the_merge_step_s_script_merges_and_gates_real_shard_reports(tmp_path, w
     gated = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=tmp_path, env=env, capture_output=True,
                            text=True, timeout=120)
     assert gated.returncode == 4
-    assert f"shards/privleak-report-{count}/report.json does not exist" in gated.stderr
+    assert f"shards/privleak-report-{count}/report.json does not exist" in gated.stdout
+
+
+def _python_shim(folder: Path) -> Path:
+    """A ``python`` that runs this interpreter with ``-P`` where the workflow says ``-I`` (isolated mode would
+    ignore the PYTHONPATH that points at this checkout; ``-P`` still keeps the working folder off the path)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shim = folder / "python"
+    shim.write_text("#!/bin/sh\nfirst=$1\nif [ \"$first\" = -I ]; then shift; exec " + sys.executable
+                    + ' -P "$@"; fi\nexec ' + sys.executable + ' "$@"\n', encoding="utf-8")
+    shim.chmod(0o755)
+    return folder
+
+
+def test_the_merge_job_never_checks_out_or_runs_the_branch_s_code(merge):
+    """Issue 36 item 2: the verdict is reached in a job that runs no code of the branch: no checkout, no pytest,
+    the gate command isolated (``-I``) so that nothing in the working folder is imported."""
+    assert not any(_uses("actions/checkout")(s) for s in merge["steps"])
+    assert not any("python -m pytest" in s.get("run", "") for s in merge["steps"])
+    _, step = _step(merge, _runs("-m pytest_privleak gate"), "gates the shard reports")
+    assert "python -I -m pytest_privleak gate" in step["run"]
+    # a fork's pull request gets no secrets: main's baseline (its own artifact) is then read unverified, said so
+    assert 'if [ -z "${PRIVLEAK_CACHE_HMAC_KEY:-}" ]; then' in step["run"] and "--unsigned-ok" in step["run"]
+
+
+def test_a_pull_request_runs_main_s_privacy_tests_conftest_and_ini_owned_by_codeowners(workflow, job):
+    """Issue 36 item 5: the shards run main's tests, conftest.py and ini (trusted tests) against the branch's
+    model code, with that ini named on the command line, and CODEOWNERS guards those paths."""
+    trusted = workflow["env"]["PRIVLEAK_TRUSTED"].split()
+    assert {"tests", "conftest.py", workflow["env"]["PRIVLEAK_INI"]} <= set(trusted)
+    at, step = _step(job, _runs("git checkout FETCH_HEAD --"), "takes the trusted files from main")
+    assert step["if"] == "github.event_name == 'pull_request'" and '"$BASE_REF"' in step["run"]
+    assert 'rm -rf -- "$path"' in step["run"]             # files the branch added under a trusted path go too
+    assert at == 1                                          # right after the checkout, before anything reads them
+    _, run = _step(job, _runs("python -m pytest"), "runs pytest")
+    assert '-c "$PRIVLEAK_INI"' in run["run"]
+    owners = (WORKFLOW.parent.parent / "CODEOWNERS").read_text(encoding="utf-8")
+    rules = {line.split()[0] for line in owners.splitlines() if line.strip() and not line.startswith("#")}
+    assert {f"/{path}" + ("/" if path == "tests" else "") for path in trusted} <= rules
+    assert "/.github/workflows/privacy.yml" in rules

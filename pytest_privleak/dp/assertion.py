@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..results import LeakResult
+from ..results import LeakResult, audited
 from .audit import (DEFAULT_RUNS, audit_dp_training, check_delta, check_epsilon, coverage,
                           default_label, dp_training_result)
 from ..attacks.inconclusive import check_allow_inconclusive, check_covered
@@ -23,6 +23,7 @@ from ..attacks.inconclusive import check_allow_inconclusive, check_covered
 __all__ = ["assert_dp_training_holds"]
 
 
+@audited
 def assert_dp_training_holds(train, dataset, epsilon: float, delta: float, *, build, wrap=None,
                              method: str = "auto", canaries: Any = None,
                              canary_kind: str = "mislabelled", threat_model: str = "auto",

@@ -50,7 +50,7 @@ import numpy as np
 import torch
 
 from ..finite import require_finite
-from ..results import LeakResult, record
+from ..results import LeakResult, record, audited
 
 __all__ = ["measure_dp_training", "DPAuditRun", "audit_dp_training", "METHODS", "THREAT_MODELS", "REMEDY"]
 
@@ -645,6 +645,7 @@ def default_label(train, epsilon: float, delta: float, name: str | None) -> str:
     return f"{getattr(train, '__qualname__', 'train')} ({epsilon:g}, {delta:g})-DP"
 
 
+@audited
 def measure_dp_training(train, dataset, epsilon: float, delta: float, *, build, wrap=None, method: str = "auto",
                         canaries: Any = None, canary_kind: str = "mislabelled",
                         threat_model: str = "auto", confidence: float = 0.95, runs: int = DEFAULT_RUNS,

@@ -11,7 +11,7 @@ import dataclasses
 
 from typing import Any
 
-from ..results import LeakResult, record
+from ..results import LeakResult, record, audited
 from .defence_costs import cost_summary
 from .describe import check_name, check_tolerance, encoder_facts, encoder_label
 from .inversion import (DEFAULT_N_TRAIN, DEFAULT_STEPS, InversionMeasurement, SubAttackFigure,
@@ -99,6 +99,7 @@ def _check_limits(pattern: Any, subs: tuple[str, ...], max_top1: float | None, m
                                  f"would fail on every encoder; fix: {arg} >= {chance:.3f}, e.g. chance plus a margin")
 
 
+@audited
 def measure_embedding_inversion(encoder: Any, pattern: Any = "citizen-id", *, n_train: int = DEFAULT_N_TRAIN,
                                 n_victims: int = 1000, steps: int = DEFAULT_STEPS, seed: int = 0,
                                 confidence: float = 0.95, sub_attacks: Any = None,
@@ -111,6 +112,7 @@ def measure_embedding_inversion(encoder: Any, pattern: Any = "citizen-id", *, n_
     return [record(r) for r in measured]
 
 
+@audited
 def assert_embedding_inversion_at_most(encoder: Any, pattern: Any = "citizen-id", *, max_top1: float,
                                        max_top5: float | None = None, n_train: int = DEFAULT_N_TRAIN,
                                        n_victims: int = 1000, steps: int = DEFAULT_STEPS, seed: int = 0,

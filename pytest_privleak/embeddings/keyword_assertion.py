@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..results import LeakResult, record
+from ..results import LeakResult, record, audited
 from .corpora import airline_corpus, medical_corpus, restaurant_corpus
 from .defence_costs import cost_summary
 from .describe import check_name, check_tolerance, encoder_facts, encoder_label
@@ -114,6 +114,7 @@ def measured_keyword_inference(encoder: Any, keywords: Any, *, victims: Sequence
     return cached_results(ATTACK, [encoder], inputs, compute)[0]
 
 
+@audited
 def measure_keyword_inference(encoder: Any, keywords: Any, *, victims: Sequence[str] | None = None,
                               shadow: Sequence[str] | None = None, public: Sequence[str] | None = None,
                               setting: str = "white-box", model: str = "auto", epochs: int | None = None,
@@ -129,6 +130,7 @@ def measure_keyword_inference(encoder: Any, keywords: Any, *, victims: Sequence[
                                              seed=seed, confidence=confidence, name=name))
 
 
+@audited
 def assert_keyword_inference_at_most(encoder: Any, keywords: Any, max_accuracy: float, *,
                                      victims: Sequence[str] | None = None, shadow: Sequence[str] | None = None,
                                      public: Sequence[str] | None = None, setting: str = "white-box",

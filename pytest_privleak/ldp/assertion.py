@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from ..attacks.inconclusive import check_allow_inconclusive, check_covered
-from ..results import LeakResult, record
+from ..results import LeakResult, record, audited
 from .auditor import AuditResult, audit
 from .budget import check_progress, check_time_budget
 from .classifier import check_classifier
@@ -191,6 +191,7 @@ class _Identified:
             pass  # parameters that cannot be hashed: no content hash, so the audit runs
 
 
+@audited
 def measure_ldp(mechanism, *, confidence: float = 0.95, pairs=None, samples: int = 1_000_000, delta: float = 0.0,
                 seed: int = 0, c: float | None = None, classifier: str = "logistic", train_samples: int = 20_000,
                 val_samples: int = 100_000, replicates: int = 2, time_budget: float | None = None,
@@ -209,6 +210,7 @@ def measure_ldp(mechanism, *, confidence: float = 0.95, pairs=None, samples: int
                                progress=progress, full_search=full_search, name=name))
 
 
+@audited
 def assert_ldp_holds(mechanism, epsilon: float | None, *, confidence: float = 0.95, pairs=None,
                      samples: int = 1_000_000, delta: float = 0.0, seed: int = 0, c: float | None = None,
                      classifier: str = "logistic", train_samples: int = 20_000,

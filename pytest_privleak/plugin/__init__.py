@@ -5,11 +5,14 @@ fixture or an assertion is used, so a plain ``pytest`` run pays nothing.
 """
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 
 from .. import results as _results
 from .attribution import Attribution, fixture_key
-from .settings import Settings, read_settings
+from .settings import ADDOPTS_AT_START, BASELINE_AT_START_KEY, GATE_STATUS_KEY, Settings, read_settings
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
 ITEM_RESULTS_KEY = pytest.StashKey[list]()
@@ -64,6 +67,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "line or PYTEST_ADDOPTS: the ini may tighten tolerances, never raise them")
     group.addoption("--privleak-save-baseline", dest="privleak_save_baseline", default=None, metavar="PATH",
                     help="write this run's results as a baseline file (a report.json) to PATH")
+    group.addoption("--privleak-unsigned-ok", dest="privleak_unsigned_ok", action="store_true", default=False,
+                    help="gate on a signed baseline although PRIVLEAK_CACHE_HMAC_KEY is not set to verify it "
+                         "(only from the command line or PYTEST_ADDOPTS, never from the ini)")
     parser.addini("privleak_tolerance", "tolerances stored in a saved baseline, one 'attack.metric=T', 'metric=T' "
                   "or 'default=T' a line; when gating, only those that tighten the built-in ones apply",
                   type="linelist", default=[])
@@ -95,7 +101,41 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
         moved = rootdir_moved(early_config, early_config.known_args_namespace)
         if moved:
             raise pytest.UsageError(moved)
+    # what the workflow asked for, before a conftest can change the environment or the options
+    early_config.stash[ADDOPTS_AT_START] = os.environ.get("PYTEST_ADDOPTS", "")
+    early_config.stash[BASELINE_AT_START_KEY] = getattr(early_config.known_args_namespace, "privleak_baseline", None)
     _install_attribution(early_config)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config):
+    """pytest, around the whole run: a run asked to gate on a baseline exits with the gate's verdict.
+
+    It fails (exit 4) when the gate never decided: no test was run (``--help``, ``--fixtures``,
+    ``--markers``, ``--version`` from the ini's ``addopts``, say), or the baseline option was cleared after
+    start-up; and a gate that failed is not turned into a pass by a status reset after it.
+    """
+    status = yield
+    if hasattr(config, "workerinput"):
+        return status
+    return _gated_status(config, status)
+
+
+def _gated_status(config: pytest.Config, status):
+    asked = config.stash.get(BASELINE_AT_START_KEY, None)
+    if asked is None:
+        return status
+    if GATE_STATUS_KEY not in config.stash:
+        sys.stderr.write(f"ERROR: privleak: the run was asked to gate on --privleak-baseline={asked} but the gate "
+                         "never compared anything: no test was run (an option such as --help, --fixtures, "
+                         "--markers or --version, from the command line, the ini's addopts or PYTEST_ADDOPTS), "
+                         "or the baseline option was changed after start-up; the run fails (exit 4). Run the "
+                         "privacy tests with --privleak-baseline and nothing that replaces the test run\n")
+        return pytest.ExitCode.USAGE_ERROR if status in (0, pytest.ExitCode.OK) else status
+    decided = config.stash[GATE_STATUS_KEY]
+    if decided is not None and status in (0, pytest.ExitCode.OK):
+        return decided
+    return status
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -127,7 +167,7 @@ def pytest_configure(config: pytest.Config) -> None:
         from ..report.model import ReportFileError
 
         try:
-            baseline = load_baseline(settings.baseline)
+            baseline = load_baseline(settings.baseline, unsigned_ok=settings.unsigned_ok)
         except ReportFileError as exc:  # refused before any test runs; the report folder says why
             written = write_refusal_report(settings, str(exc))
             raise pytest.UsageError(str(exc) + (f" (also written to {written})" if written else "")) from None

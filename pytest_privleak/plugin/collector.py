@@ -39,14 +39,17 @@ import pytest
 
 from ..distribute.placement import HOST_KEY
 from ..report.lines import Line, alarm, plain
+from .. import results as _results
 from ..results import decode_result, encode, figure
 from ..results import LeakResult, _fmt
 
 PAYLOAD_KEY = "privleak"
 #: Until report/terminal.py and report/gate.py build :class:`~report.lines.Line` s, their plain-str lines
 #: that report a failure are recognised by these first words (the collector's own lines carry their colour).
-_LEGACY_ALARMS = ("REGRESSION", "INVALID", "MISSING", "privleak baseline gate FAILED", "worker")
+_LEGACY_ALARMS = ("REGRESSION", "INVALID", "MISSING", "WEAKENED", "INCONCLUSIVE", "privleak baseline gate FAILED",
+                  "worker")
 _RED = {"red": True, "bold": True}
+_GONE = object()
 
 
 def _is_alarm(line: str) -> bool:
@@ -277,7 +280,14 @@ class ResultCollector(Recorder):
         workers = []
         for wid in sorted(self.workers, key=lambda w: (len(w), w)):
             workers.append({**self.workers[wid], "crashed_test": self.crashed_tests.get(wid)})
-        return build_report(tests, workers, seed=self.settings.seed, xdist=bool(self.workers))
+        report = build_report(tests, workers, seed=self.settings.seed, xdist=bool(self.workers))
+        from .settings import SHARD_REPORT_KEY
+
+        stash = getattr(self.config, "stash", None)
+        shard = stash.get(SHARD_REPORT_KEY, None) if stash is not None else None   # this run's shard, for the merge
+        if shard is not None:
+            report["run"]["shard"] = dict(shard)
+        return report
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -311,20 +321,44 @@ class ResultCollector(Recorder):
         status = self._gate(report)
         undeclared = self._undeclared(report)
         status = status or undeclared
-        decided = copy.deepcopy(report["baseline"])
-        try:
-            self.config.hook.pytest_privleak_report(config=self.config, report=report)
-        except Exception as exc:
-            self.errors.append(f"privleak: a pytest_privleak_report hook raised {type(exc).__name__}: {exc}; "
-                               "the report is written with the changes made before it")
-        report["baseline"] = decided  # the gate's verdict is decided; hooks cannot change it
+        if _results.open_expect_leak_blocks():   # a global expect_leak() would declare every leak expected
+            self.errors.append("privleak: an expect_leak() block was still open when the run ended, so every "
+                               "leak recorded in it counted as expected; close each expect_leak() around the one "
+                               "call that should leak (a `with` block)")
+        self._run_report_hooks(report)
         self.report = report
         saved = self._write(report)
         if status is None and not saved:
             status = pytest.ExitCode.USAGE_ERROR  # the baseline to save has unusable keys or no result
         if status is None and self.errors:
             status = pytest.ExitCode.TESTS_FAILED
+        if self.baseline is not None:   # the gate decided: the run's exit status keeps it (plugin/__init__)
+            from .settings import GATE_STATUS_KEY
+
+            self.config.stash[GATE_STATUS_KEY] = status
         return status
+
+    def _run_report_hooks(self, report: dict[str, Any]) -> None:
+        """``pytest_privleak_report`` sees the report but cannot change it (issue 36 item 3): every section the
+        plugin wrote (the figures, the run, the gate's verdict) is restored after the hooks, and a change to
+        one fails the run, naming it; what a hook adds goes into ``report["hooks"]``, a section of its own."""
+        frozen = copy.deepcopy(report)
+        try:
+            self.config.hook.pytest_privleak_report(config=self.config, report=report)
+        except Exception as exc:
+            self.errors.append(f"privleak: a pytest_privleak_report hook raised {type(exc).__name__}: {exc}; "
+                               "the report is written with what the hooks added before it")
+        changed = sorted(key for key in frozen if report.get(key, _GONE) != frozen[key])
+        added = {key: report[key] for key in report if key not in frozen}
+        report.clear()
+        report.update(frozen)
+        if added:
+            report["hooks"] = encode(added)
+        if changed:
+            self.errors.append(f"privleak: a pytest_privleak_report hook changed the report's "
+                               f"{', '.join(repr(k) for k in changed)}; the plugin's figures, run and verdict are "
+                               "restored (no hook can change them); put what a hook adds in a key of its own, "
+                               "which the report keeps under \"hooks\"")
 
     def _undeclared(self, report: dict[str, Any]) -> pytest.ExitCode | None:
         """Swallowed leaks and results nobody owns fail the run, one line each naming the test and the result."""
@@ -371,6 +405,11 @@ class ResultCollector(Recorder):
         except Exception as exc:
             comparison = failed_comparison(path, f"the comparison could not run ({type(exc).__name__}: {exc}); "
                                                  "please report this as a bug")
+        from ..report.baseline_file import unverified_note
+
+        note = unverified_note(self.baseline, path)
+        if note:
+            comparison["notes"] = [*comparison.get("notes", []), note]
         report["baseline"] = encode(comparison)
         return gate_exit(comparison)
 

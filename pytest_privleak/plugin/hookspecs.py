@@ -12,7 +12,7 @@ Example: push every figure to a dashboard, and stamp the CI build on the report:
         my_dashboard.push(nodeid, result.name, result.value, passed=result.passed)
 
     def pytest_privleak_report(config, report):
-        report["ci"] = {"commit": os.environ.get("GITHUB_SHA", "")}
+        report["ci"] = {"commit": os.environ.get("GITHUB_SHA", "")}   # kept as report["hooks"]["ci"]
 """
 from __future__ import annotations
 
@@ -42,11 +42,12 @@ def pytest_privleak_report(config: "pytest.Config", report: dict[str, Any]) -> N
     """Called once at the end of the run with the report document, before anything is written.
 
     ``report`` is the dict that becomes ``report.json`` (see
-    ``pytest_privleak/report/schema.json``); mutate it in place to change or
-    extend the report: added keys are kept in report.json and the baseline
-    file, and changed results show in index.html and summary.md. The baseline
-    gate has already been decided (``report["baseline"]``) when this is called,
-    and that part is restored after the hook: a hook cannot change the verdict.
-    An exception raised here is reported and fails the run; the report is
-    still written.
+    ``pytest_privleak/report/schema.json``). A hook may add keys of its own
+    (``report["ci"] = {...}``): they are kept in report.json and the baseline
+    file under ``report["hooks"]``, a section of their own. It cannot change
+    what the plugin wrote (the results and their figures, the run, the gate's
+    verdict): those sections are restored after the hooks, and a hook that
+    changed one fails the run, naming it (issue 36: a hook that rewrote a
+    shard's figure made the merged gate pass). An exception raised here is
+    reported and fails the run; the report is still written.
     """

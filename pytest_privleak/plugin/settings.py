@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from ..cache.url import cache_location
+from ..report.gate import parse_tolerances  # noqa: F401  (re-exported: the ini's and the command's parser)
 from ..distribute.device import parse_device, parse_device_list
 
 
@@ -31,6 +32,8 @@ class Settings:
     #: only where they tighten the built-in default (the checkout under test must not loosen its own gate)
     gate_tolerances: dict[str, float] = field(default_factory=dict)
     allow_missing: bool = False
+    #: a signed baseline may be read without the key to verify it (only from the workflow's command line)
+    unsigned_ok: bool = False
     #: one line per weakening setting the gate ignored, and why (printed when a baseline is compared)
     ignored: tuple[str, ...] = ()
     cache_lease_ttl: float | None = None   # seconds; None: the URL cache's default (cache_lease.DEFAULT_LEASE_TTL)
@@ -44,30 +47,6 @@ def parse_seed(value: object, *, option: str = "--privleak-seed") -> int:
     if seed < 0:
         raise ValueError(f"{option}={value!r} is negative; use a non-negative integer such as 0")
     return seed
-
-
-def parse_tolerances(lines, *, option: str = "privleak_tolerance") -> dict[str, float]:
-    """Parse ini lines ``cea.accuracy=0.1`` / ``exposure=2`` / ``default=0.05`` into a dict.
-
-    Keys are ``attack.metric``, a bare ``metric``, or ``default``; values are
-    non-negative absolute tolerances in the metric's own unit.
-    """
-    out: dict[str, float] = {}
-    for number, raw in enumerate(lines or [], start=1):
-        line = str(raw).strip()
-        if not line or line.startswith("#"):
-            continue
-        key, sep, value = line.partition("=")
-        key = key.strip()
-        try:
-            tol = float(value)
-        except ValueError:
-            tol = float("nan")
-        if not sep or not key or not (tol >= 0) or tol == float("inf"):
-            raise ValueError(f"ini option {option}, line {number} ({line!r}): expected 'attack.metric=TOLERANCE' "
-                             "with a finite non-negative number, e.g. 'cea.accuracy=0.1' or 'default=0.05'")
-        out[key] = tol
-    return out
 
 
 LEASE_TTL_INI = "privleak_cache_lease_ttl"
@@ -114,13 +93,27 @@ def parse_report_dir(value) -> Path | None:
 
 TOLERANCE_OPTION = "--privleak-tolerance"
 ALLOW_MISSING_OPTION = "--privleak-allow-missing"
+UNSIGNED_OK_OPTION = "--privleak-unsigned-ok"
+MERGE_OPTION = "--privleak-merge-reports"
 _TRUSTED = ("the baseline file (save it on the main branch) or the workflow's command line")
+#: ``PYTEST_ADDOPTS`` as it was when pytest started, before any conftest was imported (a conftest that sets
+#: it at import must not make its own options look like the workflow's); stashed by the plugin.
+ADDOPTS_AT_START = pytest.StashKey[str]()
+#: The baseline the run was asked to gate on, read before any conftest was imported (issue 36 item 4).
+BASELINE_AT_START_KEY = pytest.StashKey[object]()
+#: The exit status the gate decided (``None``: passed), set once the gate ran (:class:`.collector.ResultCollector`).
+GATE_STATUS_KEY = pytest.StashKey[object]()
+#: ``{"index", "count", "durations"}`` of this run's CI shard, which its report names (set by plugin/shard.py).
+SHARD_REPORT_KEY = pytest.StashKey[dict]()
 
 
 def trusted_args(config) -> list[str]:
-    """The arguments the workflow gave: the command line and ``PYTEST_ADDOPTS``, not the ini's ``addopts``."""
+    """The arguments the workflow gave: the command line and ``PYTEST_ADDOPTS`` as it was at start-up (not
+    the ini's ``addopts``, nor a value a conftest set later)."""
     args = [str(a) for a in config.invocation_params.args]
-    return args + shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
+    stash = getattr(config, "stash", None)
+    addopts = stash.get(ADDOPTS_AT_START, None) if stash is not None else None
+    return args + shlex.split(os.environ.get("PYTEST_ADDOPTS", "") if addopts is None else addopts)
 
 
 def given_by_workflow(config, flag: str) -> bool:
@@ -289,7 +282,12 @@ def read_settings(config) -> Settings:
     tolerances, gate_tolerances, allow_missing, ignored = gate_settings(
         config, parse_tolerances(config.getini("privleak_tolerance")))
     lease_ttl = parse_lease_ttl(config.getini(LEASE_TTL_INI))   # registered by plugin_hosts
+    unsigned_ok = bool(config.getoption("privleak_unsigned_ok", False))
+    if unsigned_ok and not given_by_workflow(config, UNSIGNED_OK_OPTION):
+        ignored.append(f"privleak: {UNSIGNED_OK_OPTION} comes from the ini's addopts, so it is ignored: only the "
+                       "workflow may accept a signed baseline it cannot verify")
+        unsigned_ok = False
     return Settings(device=device, devices=devices, seed=seed, cache_dir=cache_dir, report_dir=report_dir,
                     baseline=baseline, save_baseline=save_baseline, tolerances=tolerances,
                     gate_tolerances=gate_tolerances, allow_missing=allow_missing, ignored=tuple(ignored),
-                    cache_lease_ttl=lease_ttl)
+                    cache_lease_ttl=lease_ttl, unsigned_ok=unsigned_ok)

@@ -79,7 +79,12 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     settings = _shard_settings(config)
     if settings is not None:
+        from .settings import SHARD_REPORT_KEY
+
         config.stash[SHARD_KEY] = settings
+        # named in the report (so the merge can check it has the whole split), before any report hook runs
+        config.stash[SHARD_REPORT_KEY] = {"index": settings["shard"].index, "count": settings["shard"].count,
+                                          "durations": settings["digest"]}
 
 
 @pytest.hookimpl(trylast=True)  # after -k/-m: the selected tests are split
@@ -162,23 +167,22 @@ def pytest_terminal_summary(terminalreporter) -> None:
                                     f"of {counts['groups']} group(s)")
 
 
-@pytest.hookimpl(optionalhook=True)
-def pytest_privleak_report(config: pytest.Config, report: dict) -> None:
-    """Name the shard in its report, so the merge can check that it has the whole split."""
-    settings = config.stash.get(SHARD_KEY, None)
-    if settings is not None:
-        report["run"]["shard"] = {"index": settings["shard"].index, "count": settings["shard"].count,
-                                  "durations": settings["digest"]}
-
-
 # --- pytest --privleak-merge-reports DIR... ----------------------------------------------
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     """pytest, instead of a run: with ``--privleak-merge-reports``, merge the shard reports and gate them."""
+    from .settings import MERGE_OPTION, given_by_workflow
+
     folders = config.getoption("privleak_merge_reports")
     if not folders:
         return None
+    if not given_by_workflow(config, MERGE_OPTION):
+        # the checkout under test would replace its own run with reports it committed (issue 36 item 4)
+        raise pytest.UsageError(f"{MERGE_OPTION} {' '.join(map(str, folders))} comes from the ini's addopts (or "
+                                "a PYTEST_ADDOPTS set after start-up), not from the workflow's command line: the "
+                                "checkout under test must not replace its test run with reports of its own; pass "
+                                f"{MERGE_OPTION} on the command line of the merge job")
     return int(_merge_main(config, [str(f) for f in folders]))
 
 
@@ -216,7 +220,7 @@ def _merge_main(config: pytest.Config, folders: list[str]) -> pytest.ExitCode:
         if settings.baseline is not None:
             from ..report.baseline_file import load_baseline
 
-            baseline = load_baseline(settings.baseline)
+            baseline = load_baseline(settings.baseline, unsigned_ok=settings.unsigned_ok)
         merged = merge_reports([(folder, load_shard(folder)) for folder in folders])
     except (MergeError, ReportFileError) as exc:
         written = _refusal(settings, str(exc))

@@ -34,12 +34,14 @@ def _fix(path: Path) -> str:
     return f"regenerate it on the main branch with `pytest --privleak-save-baseline {path}`"
 
 
-def load_baseline(path: str | Path) -> dict[str, Any]:
+def load_baseline(path: str | Path, *, unsigned_ok: bool = False) -> dict[str, Any]:
     """Read the baseline at ``path`` and check what the gate relies on; :class:`ReportFileError` if unusable.
 
     Beyond :func:`reader.load_report` (readable, UTF-8, JSON, a version-1 report,
     the fields the gate reads well-formed, tolerances finite and >= 0): it holds
-    at least one result, no key twice, and no key with run-specific text.
+    at least one result, no key twice, no key with run-specific text, and a valid
+    signature when signed or when the key is set (:func:`check_signature`;
+    ``unsigned_ok``: a signed baseline may be read without the key).
     """
     path = Path(path)
     data = load_report(path)
@@ -58,7 +60,7 @@ def load_baseline(path: str | Path) -> dict[str, Any]:
         if reason:
             raise ReportFileError(f"privleak baseline {path}: entry {key!r} holds {reason}, which changes every "
                                   f"run, so no run can ever match it; {NAME_FIX}, then {_fix(path)}")
-    check_signature(data, path)
+    check_signature(data, path, unsigned_ok=unsigned_ok)
     return data
 
 
@@ -72,7 +74,8 @@ def _signed_text(data: dict[str, Any]) -> dict[str, str]:
 
     return {str(r.get("key")): json.dumps(encode([r.get("attack"), r.get("metric"), r.get("direction"),
                                                   r.get("value"), r.get("tolerance")]
-                                                 + ([r["per_seed"]] if r.get("per_seed") else [])),
+                                                 + ([r["per_seed"]] if r.get("per_seed") else [])
+                                                 + ([r["audit"]] if r.get("audit") else [])),
                                           separators=(",", ":"))
             for t in data.get("tests", []) for r in t.get("results", [])}
 
@@ -83,13 +86,35 @@ def sign(data: dict[str, Any]) -> dict[str, Any]:
     if secret is None:
         return data
     return {**data, SIGNATURE_FIELD: {"hmac": signature(_SIGNED, _signed_text(data), secret),
-                                      "covers": "each entry's key, attack, metric, direction, value, tolerance and per-seed figures"}}
+                                      "covers": "each entry's key, attack, metric, direction, value, tolerance, "
+                                                "per-seed figures and audit record"}}
 
 
-def check_signature(data: dict[str, Any], path: Path) -> None:
-    """With ``PRIVLEAK_CACHE_HMAC_KEY`` set: refuse a baseline that is unsigned or whose entries were edited."""
+UNSIGNED_OK = "--privleak-unsigned-ok"
+
+
+def unverified_note(data: dict[str, Any], path: Any) -> str | None:
+    """The note a gate prints when it reads a signed file without the key (``--privleak-unsigned-ok``)."""
+    if SIGNATURE_FIELD in data and hmac_secret() is None:
+        return (f"{path} is signed but was read unverified ({HMAC_KEY_ENV} is not set here; accepted by "
+                f"{UNSIGNED_OK})")
+    return None
+
+
+def check_signature(data: dict[str, Any], path: Path, *, unsigned_ok: bool = False) -> None:
+    """With ``PRIVLEAK_CACHE_HMAC_KEY`` set: refuse a baseline that is unsigned or whose entries were edited.
+
+    Without it: refuse a *signed* baseline (its signature cannot be checked, so an entry edited after main
+    signed it would pass unseen) unless ``unsigned_ok`` (``--privleak-unsigned-ok`` on the workflow's
+    command line) accepts reading it unverified.
+    """
     secret = hmac_secret()
     if secret is None:
+        if SIGNATURE_FIELD in data and not unsigned_ok:
+            raise ReportFileError(f"privleak baseline {path} is signed, but {HMAC_KEY_ENV} is not set here, so its "
+                                  "signature cannot be checked and an edited entry would go unseen; set "
+                                  f"{HMAC_KEY_ENV} to the key that signed it (the repository secret), or pass "
+                                  f"{UNSIGNED_OK} on the workflow's command line to gate on it unverified")
         return
     given = (data.get(SIGNATURE_FIELD) or {}).get("hmac") if isinstance(data.get(SIGNATURE_FIELD), dict) else None
     if not isinstance(given, str):

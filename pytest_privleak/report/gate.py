@@ -48,6 +48,8 @@ from typing import Any
 import pytest
 
 from .model import figure
+from .printable import printable
+from .verdict.strength import audit_problems, describe_problem, stronger_settings
 
 #: Built-in absolute tolerances by metric name: rates in [0, 1] move by a few points on GPUs,
 #: exposures (bits) by about one bit, ε lower bounds by a tenth. The Mix And Match rank (a place
@@ -67,6 +69,30 @@ TPR_TOLERANCE_FLOOR = 0.01
 SEED_ALPHA = 0.05
 _EPS = 1e-12
 ALLOW_MISSING_HOW = "--privleak-allow-missing on the workflow's command line (the ini cannot allow it)"
+
+
+def parse_tolerances(lines, *, option: str = "privleak_tolerance") -> dict[str, float]:
+    """Parse ini lines ``cea.accuracy=0.1`` / ``exposure=2`` / ``default=0.05`` into a dict.
+
+    Keys are ``attack.metric``, a bare ``metric``, or ``default``; values are
+    non-negative absolute tolerances in the metric's own unit.
+    """
+    out: dict[str, float] = {}
+    for number, raw in enumerate(lines or [], start=1):
+        line = str(raw).strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        key = key.strip()
+        try:
+            tol = float(value)
+        except ValueError:
+            tol = float("nan")
+        if not sep or not key or not (tol >= 0) or tol == float("inf"):
+            raise ValueError(f"ini option {option}, line {number} ({line!r}): expected 'attack.metric=TOLERANCE' "
+                             "with a finite non-negative number, e.g. 'cea.accuracy=0.1' or 'default=0.05'")
+        out[key] = tol
+    return out
 
 
 def configured_tolerance(attack: str, metric: str, overrides: dict[str, float]) -> tuple[float, str]:
@@ -229,6 +255,31 @@ def _seed_mismatch(old: dict[str, Any], new: dict[str, Any]) -> str | None:
             f"seeds={k_old}), or re-save the baseline on the main branch with --privleak-seeds {k_new}")
 
 
+def _inconclusive(old: dict[str, Any], new: dict[str, Any]) -> str | None:
+    """Why a figure is no measurement to compare: it was cut short by its budget (accepted or not)."""
+    for side, result in (("this run's", new), ("the baseline's", old)):
+        target = result.get("target") if isinstance(result.get("target"), dict) else {}
+        if target.get("inconclusive"):
+            how = " and accepted with allow_inconclusive=True" if target.get("inconclusive_allowed") else ""
+            return (f"{side} figure is inconclusive (the measurement was cut short by its budget{how}), so it "
+                    "is no measurement to compare; give the audit the budget its message names (on the main "
+                    f"branch too for the baseline), or pass {ALLOW_MISSING_HOW} to leave it ungated")
+    return None
+
+
+def _audit_notes(key: str, before: Any, after: Any, attack: str) -> list[str]:
+    """A stronger audit than the baseline's is compared, and said; so is another plugin version."""
+    notes = []
+    stronger = stronger_settings(attack, before, after)
+    if stronger:
+        notes.append(f"{key}: this run's audit is stronger than the baseline's ({', '.join(stronger)}); its "
+                     "figure is compared as usual")
+    if isinstance(before, dict) and isinstance(after, dict) and before.get("version") != after.get("version"):
+        notes.append(f"{key}: measured by pytest-privleak {after.get('version')}, the baseline by "
+                     f"{before.get('version')}")
+    return notes
+
+
 def compare(current: dict[str, Any], baseline: dict[str, Any], overrides: dict[str, float], path: str, *,
             allow_missing: bool = False, errors: list[str] | tuple[str, ...] = (),
             alpha: float = SEED_ALPHA) -> dict[str, Any]:
@@ -242,6 +293,7 @@ def compare(current: dict[str, Any], baseline: dict[str, Any], overrides: dict[s
         raise ValueError(f"the seed test's alpha={alpha!r} must lie in (0, 0.5), e.g. 0.05")
     now, before = _index(current), _index(baseline)
     regressions, improvements, invalid, notes, seeds = [], [], [], [], []
+    weakened, unmeasured = [], []
     for key, (nodeid, result) in now.items():
         if key not in before:
             continue
@@ -251,6 +303,16 @@ def compare(current: dict[str, Any], baseline: dict[str, Any], overrides: dict[s
         change = {"key": key, "nodeid": nodeid, "metric": f"{result['attack']}.{result['metric']}",
                   "label": result.get("label") or "", "direction": result["direction"],
                   "before": b, "after": a, "tolerance": tol, "tolerance_source": source}
+        # strength before figures (issue 36): an inconclusive figure or a weaker audit is never compared
+        weaker = audit_problems(result["attack"], old.get("audit"), result.get("audit"))
+        if weaker:
+            weakened.append({**change, "settings": weaker})
+            continue
+        partial = _inconclusive(old, result)
+        if partial:
+            unmeasured.append({**change, "reason": partial})
+            continue
+        notes += _audit_notes(key, old.get("audit"), result.get("audit"), result["attack"])
         reason = _uncomparable(old, result, b, a) or _seed_mismatch(old, result)
         if reason:
             invalid.append({**change, "reason": reason})
@@ -268,9 +330,10 @@ def compare(current: dict[str, Any], baseline: dict[str, Any], overrides: dict[s
         notes += _tolerance_notes(key, result, tol, source, overrides)
     comparison = {"path": str(path), "passed": False, "regressions": regressions, "improvements": improvements,
                   "invalid": invalid, "new": sorted(set(now) - set(before)),
-                  "vanished": sorted(set(before) - set(now)), "compared": len(set(now) & set(before)),
+                  "vanished": sorted(set(before) - set(now)),
+                  "compared": len(set(now) & set(before)) - len(unmeasured),
                   "allow_missing": bool(allow_missing), "errors": list(errors), "notes": notes,
-                  "seeds": seeds}
+                  "seeds": seeds, "weakened": weakened, "inconclusive": unmeasured}
     comparison["passed"] = gate_exit(comparison) is None
     return comparison
 
@@ -278,15 +341,17 @@ def compare(current: dict[str, Any], baseline: dict[str, Any], overrides: dict[s
 def failed_comparison(path: str, error: str) -> dict[str, Any]:
     """The ``baseline`` part when the comparison itself could not run: the gate fails, naming why."""
     return {"path": str(path), "passed": False, "regressions": [], "improvements": [], "invalid": [], "new": [],
-            "vanished": [], "compared": 0, "allow_missing": False, "errors": [error], "notes": [], "seeds": []}
+            "vanished": [], "compared": 0, "allow_missing": False, "errors": [error], "notes": [], "seeds": [],
+            "weakened": [], "inconclusive": []}
 
 
 def gate_exit(comparison: dict[str, Any]) -> pytest.ExitCode | None:
     """The exit status the gate asks for: tests failed for a regression, usage error for an invalid comparison."""
     if comparison.get("regressions"):
         return pytest.ExitCode.TESTS_FAILED
-    missing = comparison.get("vanished") and not comparison.get("allow_missing")
-    if comparison.get("invalid") or comparison.get("errors") or missing or not comparison.get("compared"):
+    missing = (comparison.get("vanished") or comparison.get("inconclusive")) and not comparison.get("allow_missing")
+    if comparison.get("invalid") or comparison.get("errors") or comparison.get("weakened") or missing \
+            or not comparison.get("compared"):
         return pytest.ExitCode.USAGE_ERROR
     return None
 
@@ -332,21 +397,37 @@ def _missing_fix(path: str) -> str:
 
 
 def gate_lines(comparison: dict[str, Any]) -> list[str]:
-    """Human summary of the gate, used by the terminal summary and summary.md."""
+    """Human summary of the gate, used by the terminal summary and summary.md.
+
+    One line each: labels, test ids and keys come from the project under test, so every line is made
+    :func:`~.printable.printable` (a newline in a label is shown as ``\\x0a``, never a line of its own).
+    """
     path = comparison["path"]
     regressions, invalid = comparison.get("regressions", []), comparison.get("invalid", [])
     missing, allowed = comparison.get("vanished", []), comparison.get("allow_missing", False)
+    weakened, partial = comparison.get("weakened", []), comparison.get("inconclusive", [])
     compared = comparison.get("compared", 0)
     # Root causes first: an unusable key explains the missing and new entries below it.
     lines = [f"privleak baseline gate FAILED: {error}" for error in comparison.get("errors", [])]
+    if weakened:
+        lines.append(f"privleak baseline gate FAILED: {len(weakened)} result(s) were measured by a weaker or "
+                     f"different audit than in {path}, so their figures were not compared")
+        for c in weakened:
+            lines.append(f"  WEAKENED {_named_change(c)}: "
+                         + "; ".join(describe_problem(p) for p in c.get("settings", [])))
+        lines.append("  fix: measure with the baseline's settings (or stronger ones); if the audit really "
+                     "changes, re-save the baseline on the main branch")
     if regressions:
         lines.append(f"privleak baseline gate FAILED: {len(regressions)} result(s) leak more than in {path} "
                      "beyond tolerance")
         lines += [f"  REGRESSION {describe_change(c)}" for c in regressions]
     if invalid:
         lines.append(f"privleak baseline gate FAILED: {len(invalid)} result(s) cannot be compared with {path}")
-        lines += [f"  INVALID {c['nodeid']} {c['metric']}"
-                  + (f" [{c['label']}]" if c.get("label") else "") + f": {c['reason']}" for c in invalid]
+        lines += [f"  INVALID {_named_change(c)}: {c['reason']}" for c in invalid]
+    if partial and not allowed:
+        lines.append(f"privleak baseline gate FAILED: {len(partial)} result(s) are inconclusive, so their figures "
+                     f"were not compared with {path}")
+        lines += [f"  INCONCLUSIVE {_named_change(c)}: {c['reason']}" for c in partial]
     if missing and not allowed:
         one = len(missing) == 1
         lines.append(f"privleak baseline gate FAILED: {len(missing)} baseline entr{'y' if one else 'ies'} of {path} "
@@ -354,7 +435,10 @@ def gate_lines(comparison: dict[str, Any]) -> list[str]:
                      "not compared")
         lines += [f"  MISSING {key}" for key in missing]
         lines.append(_missing_fix(path))
-    if not compared and (missing or not comparison.get("errors")):
+    if not compared and partial:
+        lines.append(f"privleak baseline gate FAILED: nothing was compared: every result with a counterpart in "
+                     f"{path} is inconclusive")
+    elif not compared and (missing or not comparison.get("errors")):
         lines.append(f"privleak baseline gate FAILED: nothing was compared: no result of this run has a "
                      f"counterpart in {path}; is it the baseline of this test suite?")
     if comparison.get("passed"):
@@ -365,7 +449,14 @@ def gate_lines(comparison: dict[str, Any]) -> list[str]:
                      "than its tolerance")
     if missing and allowed:
         lines += [f"  missing, allowed by --privleak-allow-missing (not gated): {key}" for key in missing]
+    if partial and allowed:
+        lines += [f"  inconclusive, allowed by --privleak-allow-missing (not gated): {c['key']}" for c in partial]
     lines += [f"  improved   {describe_change(c)}" for c in comparison.get("improvements", [])]
     lines += [f"  new (not in baseline, not gated): {key}" for key in comparison.get("new", [])]
     lines += [f"  note: {note}" for note in comparison.get("notes", [])]
-    return lines
+    return [printable(line) for line in lines]
+
+
+def _named_change(change: dict[str, Any]) -> str:
+    """``t.py::t cea.accuracy [pin]`` of a compared entry."""
+    return f"{change['nodeid']} {change['metric']}" + (f" [{change['label']}]" if change.get("label") else "")

@@ -1,8 +1,19 @@
-"""Read a stored report.json (a baseline or a shard's report) and check it before anything trusts it."""
+"""Read a stored report.json (a baseline or a shard's report) and check it before anything trusts it.
+
+A report is untrusted data: it may come from the branch under review (a shard's report) or be edited on
+its way. :func:`read_json_file` reads one without trusting its path or its text: only a regular file
+(a FIFO would block the reader forever, a device or folder is no report), at most
+:data:`MAX_REPORT_BYTES`, and strict JSON: a key twice in one object (which value would the gate see?),
+``NaN``/``Infinity`` literals (a report writes non-finite figures as strings), and numbers too large for
+a float (``10**400`` crashed the comparison) are refused, each naming the file.
+"""
 from __future__ import annotations
 
 import hashlib
 import json
+import math
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +21,84 @@ from ..distribute.sharding import ShardError
 from .json_writer import validate
 from .model import SCHEMA_ID, SCHEMA_VERSION, ReportFileError
 
-__all__ = ["durations_from", "load_report", "read_durations"]
+__all__ = ["durations_from", "load_report", "read_durations", "read_json_file", "UntrustedJSONError"]
+
+#: The largest report read (a report of 10,000 results is about 20 MB).
+MAX_REPORT_BYTES = 256 * 1024 * 1024
+
+
+class UntrustedJSONError(ValueError):
+    """A stored JSON file that is not what a report can be; the message says what, not where (the caller)."""
+
+
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
+    seen: dict = {}
+    for key, value in pairs:
+        if key in seen:
+            raise UntrustedJSONError(f"the key {key!r} appears twice in one object, so which value counts is "
+                                     "unclear")
+        seen[key] = value
+    return seen
+
+
+def _no_constant(name: str) -> float:
+    raise UntrustedJSONError(f"it holds the bare literal {name}, which is not JSON (a report writes non-finite "
+                             "figures as the strings \"Infinity\" and \"NaN\")")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise UntrustedJSONError(f"the number {text[:40]} is too large for a float")
+    return value
+
+
+def _float_sized_int(text: str) -> int:
+    if len(text) > 400:
+        raise UntrustedJSONError(f"the integer {text[:40]}... ({len(text)} digits) is too large for a float")
+    value = int(text)
+    try:
+        float(value)
+    except OverflowError:
+        raise UntrustedJSONError(f"the integer {text[:40]}... is too large for a float") from None
+    return value
+
+
+def parse_untrusted(text: str) -> object:
+    """Strict JSON: :class:`UntrustedJSONError` for duplicate keys, bare NaN/Infinity and oversized numbers."""
+    return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant,
+                      parse_float=_finite_float, parse_int=_float_sized_int)
+
+
+def read_json_file(path: str | Path) -> bytes:
+    """The bytes of the regular file ``path`` (opened without blocking, so a FIFO cannot hang the reader).
+
+    Raises ``FileNotFoundError``, ``OSError``, or :class:`UntrustedJSONError` for something that is not a
+    regular file or is larger than :data:`MAX_REPORT_BYTES`.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(info.st_mode) else "a folder"
+                    if stat.S_ISDIR(info.st_mode) else "a device or socket")
+            raise UntrustedJSONError(f"it is {kind}, not a regular file")
+        if info.st_size > MAX_REPORT_BYTES:
+            raise UntrustedJSONError(f"it holds {info.st_size:,} bytes, more than a report can "
+                                     f"({MAX_REPORT_BYTES:,})")
+        chunks, left = [], MAX_REPORT_BYTES + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        raw = b"".join(chunks)
+        if len(raw) > MAX_REPORT_BYTES:
+            raise UntrustedJSONError(f"it holds more than {MAX_REPORT_BYTES:,} bytes, more than a report can")
+        return raw
+    finally:
+        os.close(fd)
 
 
 def load_report(path: str | Path) -> dict[str, Any]:
@@ -26,9 +114,11 @@ def load_report(path: str | Path) -> dict[str, Any]:
     fix = (f"regenerate it on the main branch with `pytest --privleak-save-baseline {path}` "
            "(or point --privleak-baseline at a report.json written by --privleak-report)")
     try:
-        raw = path.read_bytes()
+        raw = read_json_file(path)
     except FileNotFoundError:
         raise ReportFileError(f"privleak baseline {path} does not exist; {fix}") from None
+    except UntrustedJSONError as exc:
+        raise ReportFileError(f"privleak baseline {path} cannot be a report: {exc}; {fix}") from None
     except OSError as exc:
         raise ReportFileError(f"privleak baseline {path} cannot be read ({exc}); {fix}") from None
     try:
@@ -37,7 +127,9 @@ def load_report(path: str | Path) -> dict[str, Any]:
         raise ReportFileError(f"privleak baseline {path} is not UTF-8 text (byte {exc.start}: {exc.reason}); "
                               f"{fix}") from None
     try:
-        data = json.loads(text)
+        data = parse_untrusted(text)
+    except UntrustedJSONError as exc:
+        raise ReportFileError(f"privleak baseline {path} is not strict JSON: {exc}; {fix}") from None
     except json.JSONDecodeError as exc:
         raise ReportFileError(f"privleak baseline {path} is not JSON (line {exc.lineno}: {exc.msg}); "
                               f"{fix}") from None
@@ -93,13 +185,16 @@ def read_durations(path: str | Path) -> tuple[dict[str, float], str]:
     """The durations in ``path`` and the file's SHA-256 (shards compare it to know they split alike)."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        raw = read_json_file(path)
+    except UntrustedJSONError as exc:
+        raise ShardError(f"--privleak-shard-durations={str(path)!r} cannot be read: {exc}; give the path of a "
+                         "report.json written by --privleak-report, or leave the option out") from None
     except OSError as exc:
         raise ShardError(f"--privleak-shard-durations={str(path)!r} cannot be read ({exc.strerror or exc}); give "
                          "the path of a report.json written by --privleak-report, or leave the option out") from None
     try:
-        data = json.loads(raw.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        data = parse_untrusted(raw.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, UntrustedJSONError) as exc:
         raise ShardError(f"--privleak-shard-durations={str(path)!r} is not JSON ({exc}); give a report.json "
                          "written by --privleak-report, or leave the option out") from None
     return durations_from(data, path), hashlib.sha256(raw).hexdigest()

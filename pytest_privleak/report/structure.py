@@ -3,7 +3,7 @@
 ``jsonschema`` is a test extra only, so a baseline must be checked without it:
 this module checks, with plain Python, every field :mod:`pytest_privleak.report.gate`
 reads (tests, node ids, result keys, attack and metric names, values, directions,
-labels, tolerances). It is deliberately open: unknown keys, and attack or metric
+labels, tolerances, audit records). It is deliberately open: unknown keys, and attack or metric
 names it has never heard of, are accepted, so a newer writer's additions do not
 break an older reader. ``json_writer.validate`` runs it always, then the full
 JSON Schema when ``jsonschema`` is installed.
@@ -75,6 +75,9 @@ def _check_result(result: Any, where: str) -> None:
     tolerance = result.get("tolerance")
     if tolerance is not None and valid_tolerance(tolerance) is None:
         raise StructureError(where, f"'tolerance' must be a finite number >= 0 or null, got {tolerance!r}")
+    audit = result.get("audit")
+    if audit is not None and (not isinstance(audit, dict) or not isinstance(audit.get("settings", {}), dict)):
+        raise StructureError(where, f"'audit' must be an object whose 'settings' is an object, got {audit!r}")
 
 
 def check_structure(report: Any) -> None:

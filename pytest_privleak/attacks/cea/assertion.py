@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ...results import LeakResult, record
+from ...results import LeakResult, record, audited
 from ..candidates import DEFAULT_BUDGET
 from .attack import DEFAULT_RANKED, ExtractionReport, extract
 from ..inconclusive import check_covered
@@ -166,6 +166,7 @@ def hdt_result(accuracy: LeakResult, floor: float, tolerance: float | None) -> L
         remedy=accuracy.remedy, tolerance=tolerance, target=accuracy.target)
 
 
+@audited(resolved=("method",))
 def measure_cea(target, canaries, *, method: str = "auto", trials: int = 10, starts: int | None = None,
                 select: str = "best_loss", confidence: float = 0.95, seed: int = 0,
                 budget: int | None = DEFAULT_BUDGET, ranked: int = DEFAULT_RANKED, name: str | None = None,
@@ -183,6 +184,7 @@ def measure_cea(target, canaries, *, method: str = "auto", trials: int = 10, sta
                                **attack))
 
 
+@audited(resolved=("method",))
 def assert_cea_accuracy_at_most(target, canaries, max_accuracy: float, *, method: str = "auto", trials: int = 10,
                                 starts: int | None = None, select: str = "best_loss",
                                 max_hdt_floor: float | None = None, confidence: float = 0.95, seed: int = 0,

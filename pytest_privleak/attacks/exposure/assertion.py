@@ -30,7 +30,7 @@ import math
 from typing import Any
 
 from ...cache.results import cached_results
-from ...results import LeakResult, record, target_facts
+from ...results import LeakResult, record, target_facts, audited
 from .attack import DEFAULT_BATCH, DEFAULT_EXACT_BUDGET, DEFAULT_REFERENCES, compute_exposure
 from ..inconclusive import check_allow_inconclusive, check_covered
 from ..remedies import UNKNOWN, remedy, remedy_for
@@ -139,6 +139,7 @@ def measured_exposure(target: Any, canary: Any, *, name: str | None = None, **op
                           lambda: [exposure_result(target, canary, threshold=None, name=name, **options)])[0]
 
 
+@audited(resolved=("method",))
 def measure_exposure(target: Any, canary: Any, *, method: str = "auto", references: int = DEFAULT_REFERENCES,
                      exact_budget: int = DEFAULT_EXACT_BUDGET, seed: int = 0, confidence: float = 0.95,
                      batch_size: int = DEFAULT_BATCH, bootstrap: int = 30, name: str | None = None) -> LeakResult:
@@ -153,6 +154,7 @@ def measure_exposure(target: Any, canary: Any, *, method: str = "auto", referenc
                                     batch_size=batch_size, bootstrap=bootstrap))
 
 
+@audited(resolved=("method",))
 def assert_exposure_below(target: Any, canary: Any, max_bits: float, *, method: str = "auto",
                           references: int = DEFAULT_REFERENCES, exact_budget: int = DEFAULT_EXACT_BUDGET,
                           seed: int = 0, confidence: float = 0.95, batch_size: int = DEFAULT_BATCH,

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...cache.results import cached_results
-from ...results import LeakResult, record
+from ...results import LeakResult, record, audited
 from .discriminative import DEFAULT_TEMPLATE, DExposure, class_words as words_by_rule, d_exposure
 from ...results import target_facts
 from .assertion import _check_bits, _check_name, _check_tolerance
@@ -144,6 +144,7 @@ def _per_epoch(target: Any, inserted: Mapping[str, str], epochs: tuple[int, ...]
     return out
 
 
+@audited
 def measure_d_exposure(target: Any, inserted: Mapping[str, str], *,
                        class_words: Mapping[str, Sequence[str]] | Any,
                        template: Sequence[str] | str | None = None, name: str | None = None,
@@ -163,6 +164,7 @@ def measure_d_exposure(target: Any, inserted: Mapping[str, str], *,
     return [record(r) for r in _per_epoch(target, inserted, epochs, name, **options)]
 
 
+@audited
 def assert_d_exposure_below(target: Any, inserted: Mapping[str, str], max_bits: float, *,
                             class_words: Mapping[str, Sequence[str]] | Any,
                             template: Sequence[str] | str | None = None, name: str | None = None,

@@ -17,7 +17,7 @@ import math
 from typing import Any
 
 from ...cache.results import cached_results
-from ...results import LeakResult, record, target_facts
+from ...results import LeakResult, record, target_facts, audited
 from ...stats import clopper_pearson
 from .assertion import _check_confidence, _check_name
 from ..inconclusive import check_allow_inconclusive, check_covered
@@ -96,6 +96,7 @@ def _measured(model, training_data, *, reference, reference_tokenizer, name, con
     return cached_results("untargeted_extraction", models, inputs, compute)[0]
 
 
+@audited
 def measure_untargeted_extraction(model: Any, training_data: Any, *, tokenizer: Any = None, reference: Any = None,
                                   reference_tokenizer: Any = None, metric: str = "auto",
                                   samples: int = DEFAULT_SAMPLES, top: int = DEFAULT_TOP,
@@ -114,6 +115,7 @@ def measure_untargeted_extraction(model: Any, training_data: Any, *, tokenizer: 
     return record(result)
 
 
+@audited
 def assert_untargeted_extraction_at_most(model: Any, training_data: Any, max_spans: int, *, tokenizer: Any = None,
                                          reference: Any = None, reference_tokenizer: Any = None,
                                          metric: str = "auto", samples: int = DEFAULT_SAMPLES,

@@ -19,7 +19,7 @@ import dataclasses
 import math
 from typing import Any
 
-from ...results import LeakResult, record, target_facts
+from ...results import LeakResult, record, target_facts, audited
 from ...stats import clopper_pearson
 from ..remedies import TRANSFORMER, remedy, remedy_for
 from .attack import (ATTACK_NAMES, DEFAULT_BATCH, DEFAULT_BUDGET, NO_GENERATOR, CanaryRanking,
@@ -119,6 +119,7 @@ def measured_mix_and_match(model: Any, canaries: Any, *, method: str, budget: in
     return cached_results("mix-and-match", [model], inputs, compute)[0]
 
 
+@audited
 def measure_mix_and_match(model: Any, canaries: Any, *, method: str = "auto", budget: int = DEFAULT_BUDGET,
                           top_k: int = 10, name: str | None = None, confidence: float = 0.95,
                           batch_size: int = DEFAULT_BATCH, generator: str = "frankenstein") -> LeakResult:
@@ -141,6 +142,7 @@ def measure_mix_and_match(model: Any, canaries: Any, *, method: str = "auto", bu
                                          confidence=confidence, batch_size=batch_size, generator=generator))
 
 
+@audited
 def assert_mix_and_match_rank_at_least(model: Any, canaries: Any, min_rank: float, *, method: str = "auto",
                                        budget: int = DEFAULT_BUDGET, top_k: int = 10, name: str | None = None,
                                        confidence: float = 0.95, batch_size: int = DEFAULT_BATCH,

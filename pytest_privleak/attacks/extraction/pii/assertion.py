@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ....results import LeakResult, record, target_facts
+from ....results import LeakResult, record, target_facts, audited
 from ....stats import clopper_pearson
 from ...exposure.assertion import capped_at_the_limit, ceiling_under_limit
 from ...inconclusive import check_allow_inconclusive, check_covered
@@ -117,6 +117,7 @@ def _limit(arg: str, value: Any, high: float, example: str) -> float:
     return float(value)
 
 
+@audited
 def measure_pii_exposure(model: Any, dataset: Any, detectors: Any = "default", *, extraction: str = "auto",
                          generation: dict | None = None, method: str = "auto",
                          context: str = "sentence", references: int = DEFAULT_REFERENCES,
@@ -140,6 +141,7 @@ def measure_pii_exposure(model: Any, dataset: Any, detectors: Any = "default", *
     return record(exposure_result(model, dataset, audit, threshold=None, confidence=confidence, name=name))
 
 
+@audited
 def assert_pii_exposure_below(model: Any, dataset: Any, max_bits: float, detectors: Any = "default", *,
                               extraction: str = "auto", generation: dict | None = None, method: str = "auto",
                               context: str = "sentence", references: int = DEFAULT_REFERENCES,
@@ -171,6 +173,7 @@ def assert_pii_exposure_below(model: Any, dataset: Any, max_bits: float, detecto
     return check_covered(result, complete=complete, covered=covered, rest=rest, allow_inconclusive=allow)
 
 
+@audited
 def measure_pii_extraction(model: Any, dataset: Any, detectors: Any = "default", *, extraction: str = "auto",
                            generation: dict | None = None, method: str = "auto", context: str = "sentence",
                            references: int = DEFAULT_REFERENCES,
@@ -195,6 +198,7 @@ def measure_pii_extraction(model: Any, dataset: Any, detectors: Any = "default",
     return record(extraction_result(model, dataset, audit, threshold=None, confidence=confidence, name=name))
 
 
+@audited
 def assert_pii_extraction_at_most(model: Any, dataset: Any, max_share: float, detectors: Any = "default", *,
                                   extraction: str = "auto", generation: dict | None = None, method: str = "auto",
                                   context: str = "sentence", references: int = DEFAULT_REFERENCES,
