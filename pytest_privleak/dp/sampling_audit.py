@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..results import LeakResult, PrivacyLeakError, record
+from ..results import LeakResult, PrivacyLeakError, audited, record
 
 __all__ = ["measure_dp_sampling", "assert_dp_sampling_holds", "audit_dp_sampling", "SAMPLING_REMEDY"]
 
@@ -123,6 +123,7 @@ def _label(train, name: str | None) -> str:
     return f"{getattr(train, '__qualname__', 'train')} sampling"
 
 
+@audited
 def measure_dp_sampling(train, dataset, *, build, config: dict | None = None, seed: int = 0,
                         confidence: float = 0.999, neighbours: bool = True, cache=None, name: str | None = None,
                         sources: Sequence[str | Path] = ()) -> LeakResult:
@@ -135,6 +136,7 @@ def measure_dp_sampling(train, dataset, *, build, config: dict | None = None, se
     return record(_result(properties, facts, confidence, label=label, threshold=None))
 
 
+@audited
 def assert_dp_sampling_holds(train, dataset, *, build, config: dict | None = None, seed: int = 0,
                              confidence: float = 0.999, neighbours: bool = True, cache=None, name: str | None = None,
                              sources: Sequence[str | Path] = ()) -> LeakResult:

@@ -36,6 +36,7 @@ ORDER: dict[str, str] = {
     "max_expansions": HIGHER, "n_train": HIGHER, "n_victims": HIGHER, "steps": HIGHER, "k": HIGHER,
     "train_samples": HIGHER, "val_samples": HIGHER, "full_search": HIGHER, "top": HIGHER,
     "canaries": HIGHER, "time_budget": HIGHER, "time_budget_s": HIGHER, "check_seed": HIGHER,
+    "neighbours": HIGHER,
     "mix-and-match.top_k": HIGHER, "cea.epochs": HIGHER,
     # accepting a partial measurement is weaker than refusing it
     "allow_inconclusive": LOWER,
