@@ -1,6 +1,7 @@
 """The price of k training seeds (issue 35): each built-in target's k seeds trained as one stack vs one by one.
 
     python bench/bench_seeds_cost.py [--targets joint,lm,ner] [--k 7] [--epochs 2] [--skip-old7]
+    python bench/bench_seeds_cost.py --sample [--baseline-ref main] [--k 7]
 
 For each recurrent target, in one process on this CPU (one torch thread), side by side:
 
@@ -21,10 +22,19 @@ seeds). The data are the sample project's: the 1500-utterance generated Snips-li
 sentences (tagger), with each target's default config but ``--epochs`` (default 2: the costs per epoch
 are what is compared). The transformer targets (``causal-lm``, ``transformer-classifier``) are not
 stacked and train their seeds one by one; they are listed as such.
+
+``--sample`` times the sample project's suite instead (``bench/bench_suite.py``'s
+runner: a copy of the project, a frozen copy of the package, an empty target
+cache per run): cold at ``--privleak-seeds 1`` and cold at ``--privleak-seeds k``,
+one after the other, with the ratio (issue 35 asks <= 2.5 for 7 seeds, with the
+own-model seeds spread over workers), and the outcome line of each run (the
+verdicts must not change with k). ``--baseline-ref REF`` adds the same two runs
+with the package of the git ref ``REF`` (e.g. ``main`` before this change).
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -136,13 +146,61 @@ def seconds(fn) -> float:
     return time.perf_counter() - began
 
 
+def package_at(ref: str, into: Path) -> dict:
+    """An environment importing the package (and its fixtures) of the git ref ``ref``, frozen under ``into``."""
+    import subprocess
+
+    import bench_suite
+
+    root = Path(__file__).resolve().parent.parent
+    source = into.parent / f"{into.name}-source"
+    source.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(root), "archive", ref, "pytest_privleak", "fixtures"],
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(source)], input=archive, check=True)
+    return bench_suite.snapshot_package(into, source=source)
+
+
+def sample(k: int, baseline: str | None) -> None:
+    """The sample project cold at 1 and at ``k`` seeds (and with the package of ``baseline``), side by side."""
+    import shutil
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import bench_suite
+
+    work = Path(tempfile.mkdtemp(prefix="privleak-seeds-cost-"))
+    try:
+        project = bench_suite.copy_sample(work)
+        packages = {"this tree": bench_suite.snapshot_package(work / "package")}
+        if baseline:
+            packages[baseline] = package_at(baseline, work / "baseline")
+        print(f"sample project cold runs, {os.cpu_count()} CPUs; wall seconds, load before -> after")
+        for label, env in packages.items():
+            runs = {}
+            for seeds in (1, k):
+                tag = f"{label.replace(' ', '-')}-{seeds}"
+                runs[seeds] = bench_suite.run_suite(project, work / f"cache-{tag}", work / f"report-{tag}",
+                                                    f"--privleak-seeds={seeds}", env=env)
+                print(f"  {label:10} seeds={seeds}  {bench_suite.line('cold', runs[seeds])}", flush=True)
+            print(f"  {label:10} cold k={k} / cold k=1 = {runs[k]['seconds'] / runs[1]['seconds']:.2f} "
+                  "(issue 35 goal <= 2.5)", flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--targets", default="joint,lm,ner")
     parser.add_argument("--k", type=int, default=7)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--skip-old7", action="store_true", help="estimate k seeds one by one as k x old1")
+    parser.add_argument("--sample", action="store_true", help="time the sample project cold at 1 and k seeds")
+    parser.add_argument("--baseline-ref", default=None, help="with --sample: also run the package of this git ref")
     args = parser.parse_args()
+    if args.sample:
+        sample(args.k, args.baseline_ref)
+        return
     torch.set_num_threads(1)
     data = datasets()
     k = args.k

@@ -271,7 +271,7 @@ def build_many(runs: Sequence[tuple], config: LSTMLMConfig, *, device: torch.dev
                 names=[f"{KIND} {r['key'][:8]}" for r in members], early_stopping=config.early_stopping,
                 patience=config.patience, grad_clip=config.grad_clip or None, progress=progress,
                 after_backward=stacked_lm.zero_padding_row, before_validation=before_validation,
-                vocabulary_sized=sized)
+                vocabulary_sized=sized, padding_fill=stacked_lm.PADDING_FILL)
             for index, run, history in zip(group, members, histories):
                 finish_unk_rows(run["net"].embedding.weight, run["vocab"], run["dataset"].train, config.unk_alpha)
                 out[index] = LSTMLanguageModel(run["net"], run["vocab"], config, seed=run["seed"], history=history,

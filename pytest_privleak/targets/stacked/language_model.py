@@ -20,6 +20,10 @@ from . import layers
 from .lstm import lstm
 
 
+#: What the padded rows of the stacked output layer hold: no word can be predicted there.
+PADDING_FILL = {"output.bias": float("-inf")}
+
+
 @dataclass
 class Encoded:
     """One model's split as padded token ids, encoded once: batches are index look-ups."""
@@ -68,7 +72,9 @@ def losses(params: dict[str, torch.Tensor], batch: StackedBatch, noise, *, dropo
 
     ``noise``: the models' generators in training mode, None in evaluation
     mode (no dropout, no word dropout). The output rows past a model's
-    ``</s>`` (stack padding, :mod:`.plan`) are no words: their logits are ``-inf``.
+    ``</s>`` (stack padding, :mod:`.plan`) are no words: their weights are 0
+    and their biases ``-inf`` (:data:`PADDING_FILL`), so their logits are
+    ``-inf``, their probability 0 and their gradient 0, and they stay so.
     """
     ids, lengths = batch.ids, batch.lengths
     k, size, width = ids.shape
@@ -90,9 +96,6 @@ def losses(params: dict[str, torch.Tensor], batch: StackedBatch, noise, *, dropo
     if drop is not None:
         hidden = drop(hidden)
     logits = layers.linear(hidden, params["output.weight"], params["output.bias"])         # [k, B, W + 1, rows]
-    words = torch.arange(logits.shape[-1], device=ids.device).view(1, 1, 1, -1) <= boundary.unsqueeze(-1)
-    if not bool(words.all()):
-        logits = logits.masked_fill(~words, float("-inf"))
     token = -torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     return (token * mask).sum(dim=2)
 

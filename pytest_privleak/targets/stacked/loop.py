@@ -62,6 +62,7 @@ def fit_stacked(
     before_validation: Callable[[dict, Sequence[int]], None] | None = None,
     on_epoch: Callable[[int, dict, dict], None] | None = None,
     vocabulary_sized: Sequence[str] = (),
+    padding_fill: dict[str, float] | None = None,
 ) -> list[TrainingHistory]:
     """Train ``nets`` (k same-shaped networks, initialised) together; their final weights are written back.
 
@@ -73,7 +74,8 @@ def fit_stacked(
     each stacked row); ``on_epoch(j, state, row)`` gets model j's weights after
     each epoch (padded rows included: :func:`.params.load_model_state` cuts
     them). ``vocabulary_sized``: parameters whose rows are padded in the
-    stack (:mod:`.plan`). Returns each model's :class:`TrainingHistory`.
+    stack (:mod:`.plan`), their padded rows set to ``padding_fill[name]``
+    (default 0). Returns each model's :class:`TrainingHistory`.
     """
     k = len(nets)
     if not (len(train_sets) == len(valid_sets) == len(seeds) == len(noise_seeds) == len(names) == k):
@@ -91,7 +93,7 @@ def fit_stacked(
         if len(set(each)) != 1:
             raise ValueError(f"stacked models need one stacked shape of {name}, got {sorted(set(each))}")
         shapes[name] = each[0]
-    params = stack_parameters(nets, shapes)
+    params = stack_parameters(nets, shapes, padding_fill)
     step = make_stacked_optimizer(optimizer, params, lr=lr, momentum=momentum)
     active = list(range(k))                      # model index (in nets) of each stacked row
     histories = [TrainingHistory() for _ in range(k)]

@@ -1,34 +1,30 @@
-"""The recurrence of ``nn.LSTM`` (``batch_first``, optionally bidirectional, stacked layers) for k models at once.
+"""The recurrence of ``nn.LSTM`` (``batch_first``, optionally bidirectional, stacked layers) for k stacked models.
 
-Per layer and direction, as ``nn.LSTM`` (gates in the order i, f, g, o):
-``gates = x W_ih^T + b_ih + h W_hh^T + b_hh``, ``c = sigmoid(f) c + sigmoid(i)
-tanh(g)``, ``h = sigmoid(o) tanh(c)``. The input projection of all time steps
-is one batched product; the time loop then runs one batched product per step
-for every model and both directions together (the reverse direction reads each
-row reversed within its own length, so padding stays at the end). Rows are
-padded at the end and every model's outputs at a position depend only on its
-inputs up to there (forward) or from there to its end (reverse); padded
-positions' outputs are zero, as ``pad_packed_sequence`` gives them.
+Each model's recurrence runs through torch's own fused LSTM kernel
+(``torch.lstm``, what ``nn.LSTM`` calls), one call per model, layer and
+direction, with the model's slice of the stacked weights; everything around
+it (embeddings, dropout, heads, the CRF, the loss, the optimiser) runs once
+for the whole stack. ``torch.func.vmap`` has no batching rule for that
+kernel (torch 2.13: "Batching rule not implemented for aten::lstm.input"),
+and the recurrence written as one batched matrix product per time step for
+all models was slower on the CPU than k fused calls (measured with the
+targets' shapes, k = 7, one thread, load about 12 on 2 cores: 690 against
+409 ms per forward and backward for the joint model's two BiLSTM layers,
+107 against 52 ms for the language model's LSTM, 111 against 69 ms for the
+tagger's; ``bench/bench_seeds_cost.py`` times whole trainings).
 
-``sigmoid`` is computed as ``0.5 tanh(x / 2) + 0.5`` (one ``tanh`` over all four gates): torch's vectorised and
-scalar sigmoid kernels round differently, and which one an element meets
-depends on where it sits in the tensor, so a model's weights would depend on
-how many models are stacked with it; ``tanh`` gives the same bits either way.
+Rows are padded at the end. The reverse direction reads each row reversed
+within its own length (padding stays at the end), so neither direction
+reads padding before a row's tokens: a model's outputs at a position depend
+only on its own inputs, and padded positions' outputs are zero, as
+``pad_packed_sequence`` gives them. Dropout between layers is the caller's
+(each model's own masks), not the kernel's.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import torch
-
-
-def _gate_constants(hidden: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``[4H]`` vectors so that ``tanh(gates * scale) * half + shift`` is sigmoid on the i, f, o blocks and
-    tanh on the g block: 0.5 / 0.5 / 0.5 for a sigmoid block, 1 / 1 / 0 for the tanh block."""
-    def blocks(a: float, b: float) -> torch.Tensor:
-        return torch.tensor([a] * (2 * hidden) + [b] * hidden + [a] * hidden, dtype=like.dtype, device=like.device)
-
-    return blocks(0.5, 1.0), blocks(0.5, 1.0), blocks(0.5, 0.0)
 
 
 def reverse_index(lengths: torch.Tensor, width: int) -> torch.Tensor:
@@ -46,41 +42,25 @@ def _gather_time(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 def lstm(params: dict[str, torch.Tensor], prefix: str, x: torch.Tensor, mask: torch.Tensor, *, num_layers: int,
          bidirectional: bool, between_layers: Callable[[torch.Tensor], torch.Tensor] | None = None,
          reverse: torch.Tensor | None = None) -> torch.Tensor:
-    """Outputs ``[k, B, L, H * directions]`` of ``nn.LSTM`` for inputs ``x [k, B, L, d]``.
+    """Outputs ``[k, B, L, H * directions]`` of ``nn.LSTM`` for inputs ``x [k, B, L, d]``, model by model.
 
     ``params``: stacked parameters named as ``nn.LSTM``'s under ``prefix``
     (``"lstm."``); ``mask [k, B, L]`` bool, each row a prefix of True;
     ``between_layers``: applied to each layer's output but the last (dropout);
     ``reverse``: :func:`reverse_index` of the rows (needed when bidirectional).
     """
-    k, batch, width = x.shape[:3]
-    directions = 2 if bidirectional else 1
+    k = x.shape[0]
     keep = mask.unsqueeze(-1).to(x.dtype)
     for layer in range(num_layers):
-        names = [f"l{layer}"] + ([f"l{layer}_reverse"] if bidirectional else [])
-        w_ih = torch.stack([params[f"{prefix}weight_ih_{n}"] for n in names], 1).flatten(0, 1)   # [k D, 4H, d]
-        w_hh = torch.stack([params[f"{prefix}weight_hh_{n}"] for n in names], 1).flatten(0, 1)   # [k D, 4H, H]
-        bias = torch.stack([params[f"{prefix}bias_ih_{n}"] + params[f"{prefix}bias_hh_{n}"] for n in names],
-                           1).flatten(0, 1)                                                    # [k D, 4H]
-        inputs = [x] + ([_gather_time(x, reverse)] if bidirectional else [])
-        seq = torch.stack(inputs, 1).flatten(0, 1)                                              # [k D, B, L, d]
-        hidden = w_hh.shape[2]
-        proj = torch.baddbmm(bias.unsqueeze(1), seq.reshape(k * directions, batch * width, seq.shape[-1]),
-                             w_ih.transpose(1, 2)).view(k * directions, batch, width, 4 * hidden)
-        w_hh_t = w_hh.transpose(1, 2)
-        scale, half, shift = _gate_constants(hidden, x)
-        h = x.new_zeros(k * directions, batch, hidden)
-        c = x.new_zeros(k * directions, batch, hidden)
-        outputs = []
-        for step in proj.unbind(2):                       # unbind: one backward for all steps, not one per slice
-            gates = torch.tanh(torch.baddbmm(step, h, w_hh_t) * scale)                          # [k D, B, 4H]
-            act = gates * half + shift              # sigmoid(x) = tanh(x / 2) / 2 + 1 / 2 for i, f, o; tanh for g
-            i, f, g, o = act.chunk(4, dim=-1)
-            c = f * c + i * g
-            h = o * torch.tanh(c)
-            outputs.append(h)
-        out = torch.stack(outputs, 2).view(k, directions, batch, width, hidden)
-        parts = [out[:, 0]] + ([_gather_time(out[:, 1], reverse)] if bidirectional else [])
+        parts = []
+        for suffix in [""] + (["_reverse"] if bidirectional else []):
+            names = [f"{prefix}{kind}_l{layer}{suffix}" for kind in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+            weights = list(zip(*(params[name].unbind(0) for name in names)))        # per model: ih, hh, b_ih, b_hh
+            seq = x if suffix == "" else _gather_time(x, reverse)
+            zeros = x.new_zeros(1, x.shape[1], params[names[1]].shape[-1])
+            out = torch.stack([torch.lstm(seq[j], (zeros, zeros), list(weights[j]), True, 1, 0.0, True, False, True)[0]
+                               for j in range(k)])
+            parts.append(out if suffix == "" else _gather_time(out, reverse))
         x = torch.cat(parts, dim=-1) * keep
         if between_layers is not None and layer < num_layers - 1:
             x = between_layers(x)

@@ -22,19 +22,19 @@ from torch import nn
 from ..training import make_optimizer
 
 
-def stack_parameters(nets: Sequence[nn.Module], shapes: dict[str, Sequence[int]] | None = None
-                     ) -> dict[str, torch.Tensor]:
+def stack_parameters(nets: Sequence[nn.Module], shapes: dict[str, Sequence[int]] | None = None,
+                     fill: dict[str, float] | None = None) -> dict[str, torch.Tensor]:
     """``{name: [k, *shape]}`` leaf tensors (requiring grad) of the parameters of ``nets``, in ``nets`` order.
 
     ``shapes``: the stacked shape of a parameter whose models' values are
     smaller (:func:`.plan.stacked_shapes`); each value is placed at the start
-    of its rows, the rest zero.
+    of its rows, the rest is ``fill[name]`` (default 0).
     """
     out = {}
     for name, _ in nets[0].named_parameters():
         values = [net.get_parameter(name).detach() for net in nets]
         shape = tuple((shapes or {}).get(name, values[0].shape))
-        stacked = values[0].new_zeros((len(values), *shape))
+        stacked = values[0].new_full((len(values), *shape), (fill or {}).get(name, 0.0))
         for j, value in enumerate(values):
             stacked[(j, *(slice(0, n) for n in value.shape))] = value
         out[name] = stacked.requires_grad_(True)
@@ -98,17 +98,16 @@ def clip_per_model(params: dict[str, torch.Tensor], max_norm: float) -> None:
     """Scale each model's gradients so that their total 2-norm is at most ``max_norm``, as
     ``clip_grad_norm_`` does for one model: ``coef = min(1, max_norm / (norm + 1e-6))``.
 
-    Each model's squared norm is a batched dot product (one per model, as for
-    a stack of one) summed over parameters elementwise: a reduction over the
-    stacked tensor would take another path for one model than for seven.
+    Each model's norm is the root of the sum, over its parameters, of their
+    squared norms, each a reduction over that model's row alone (a reduction
+    across the model axis would take another path for one model than for seven).
     """
     grads = [p.grad for p in params.values() if p.grad is not None]
     if not grads:
         return
     total = None
     for g in grads:
-        flat = g.reshape(g.shape[0], 1, -1)
-        square = torch.bmm(flat, flat.transpose(1, 2)).view(-1)                     # [k]
+        square = torch.linalg.vector_norm(g.flatten(1), 2.0, dim=1) ** 2                   # [k]
         total = square if total is None else total + square
     coef = torch.clamp(max_norm / (total.sqrt() + 1e-6), max=1.0)
     for g in grads:
