@@ -60,6 +60,25 @@ def train_target(kind: str, dataset, *, device: str = "cpu", cache=None, seed: i
     return _mark(_trainer(kind)(dataset, device=device, cache=cache, seed=seed, **config), cache)
 
 
+def _check_runs(runs) -> list[tuple[Any, int]]:
+    """``runs`` as a list of ``(dataset, seed)`` pairs, else ``ValueError`` naming the entry and the fix."""
+    fix = "fix: runs=[(dataset, 0), (dataset, 1)], a list of (dataset, integer training seed) pairs"
+    if isinstance(runs, (str, bytes)) or not hasattr(runs, "__iter__"):
+        raise ValueError(f"runs={runs!r} must be a list of (dataset, seed) pairs; {fix}")
+    out = []
+    for index, run in enumerate(runs):
+        if not isinstance(run, tuple) or len(run) != 2:
+            raise ValueError(f"runs[{index}]={run!r} is not a (dataset, seed) pair; {fix}")
+        dataset, seed = run
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ValueError(f"runs[{index}] has seed={seed!r}; a training seed is an integer; {fix}")
+        if not callable(getattr(dataset, "replace", None)) or not hasattr(dataset, "train"):
+            raise ValueError(f"runs[{index}] has a {type(dataset).__name__} where a dataset (NLUDataset) belongs; "
+                             f"{fix}")
+        out.append((dataset, seed))
+    return out
+
+
 def train_targets(kind: str, runs, *, device: str = "cpu", cache=None, **config: Any) -> list:
     """``[train_target(kind, dataset, seed=seed, ...) for dataset, seed in runs]``, trained together.
 
@@ -70,7 +89,7 @@ def train_targets(kind: str, runs, *, device: str = "cpu", cache=None, **config:
     whichever runs it trained with. Other kinds train one run at a time.
     """
     _trainer(kind)
-    runs = [(dataset, seed) for dataset, seed in runs]
+    runs = _check_runs(runs)
     if kind not in STACKED:
         return [train_target(kind, dataset, device=device, cache=cache, seed=seed, **config) for dataset, seed in runs]
     module, _, function = STACKED[kind].partition(":")
