@@ -90,16 +90,16 @@ def compare(runs: dict[str, dict]) -> str:
     return f"identical ({len(first)} results in {', '.join(found)})"
 
 
-def snapshot_package(into: Path) -> dict[str, str]:
-    """Copy ``pytest_privleak`` under ``into`` and return an environment importing that copy first.
+def snapshot_package(into: Path, source: Path = ROOT) -> dict[str, str]:
+    """Copy ``pytest_privleak`` (of the checkout ``source``) under ``into``; an environment importing that copy first.
 
     The result cache keys on a digest of the package's source, so an edit in the
     working tree between the cold and the warm run (a shared tree) would make the
     warm run recompute every attack; the three runs use the same frozen copy.
     """
-    shutil.copytree(ROOT / "pytest_privleak", into / "pytest_privleak",
+    shutil.copytree(source / "pytest_privleak", into / "pytest_privleak",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(ROOT / "fixtures", into / "fixtures")   # the package's data, beside it as in the checkout
+    shutil.copytree(source / "fixtures", into / "fixtures")   # the package's data, beside it as in the checkout
     # The editable install's finder would still import the working tree: drop it in every process
     # (xdist workers too) through a sitecustomize found on PYTHONPATH.
     (into / "sitecustomize.py").write_text(

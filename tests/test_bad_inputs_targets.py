@@ -10,7 +10,7 @@ import math
 import pytest
 
 from pytest_privleak.data.types import NLUDataset, Utterance
-from pytest_privleak.targets import train_target
+from pytest_privleak.targets import train_target, train_targets
 from pytest_privleak.targets.vocab import PAD, UNK, OutOfVocabularyError, Vocabulary
 
 #: The recurrent kinds whose vocabulary and <unk> training live in targets/vocab.py and unk_training.py.
@@ -74,3 +74,22 @@ def test_bad_threads_are_named(kind, data, value):
     """Before issue 12 only the joint target took ``threads``: the others raised an unknown-key TypeError."""
     with pytest.raises(ValueError, match=rf"threads={value!r} must be an integer >= 1 or None; fix: threads=1"):
         train_target(kind, data, progress=False, threads=value, epochs=1)
+
+
+@pytest.mark.parametrize("runs, named", [
+    ("abc", r"runs='abc' must be a list of \(dataset, seed\) pairs"),
+    (None, r"runs=None must be a list of \(dataset, seed\) pairs"),
+    ([0, 1], r"runs\[0\]=0 is not a \(dataset, seed\) pair"),
+    (["DATA"], r"runs\[0\]=<data> is not a \(dataset, seed\) pair"),
+    ([("DATA", 1.5)], r"runs\[0\] has seed=1.5; a training seed is an integer"),
+    ([("DATA", True)], r"runs\[0\] has seed=True; a training seed is an integer"),
+    ([("DATA", 0), ("not a dataset", 1)], r"runs\[1\] has a str where a dataset \(NLUDataset\) belongs"),
+])
+def test_bad_runs_of_train_targets_are_named_with_the_fix(data, runs, named):
+    """Issue 35: train_targets trains several (dataset, seed) runs at once; a malformed run is named."""
+    if isinstance(runs, list):
+        runs = [data if r == "DATA" else tuple(data if x == "DATA" else x for x in r) if isinstance(r, tuple) else r
+                for r in runs]
+    named = named.replace("<data>", "NLUDataset.*")
+    with pytest.raises(ValueError, match=named + r".*fix: runs=\[\(dataset, 0\), \(dataset, 1\)\]"):
+        train_targets("lstm-lm", runs, progress=False)

@@ -12,7 +12,7 @@ import torch
 from pytest_privleak.canaries import canary, inject_canaries
 from pytest_privleak.data.synthetic import generate_snips_like
 from pytest_privleak.data.types import Utterance
-from pytest_privleak.targets import joint_nlu, lstm_lm, train_target
+from pytest_privleak.targets import joint_nlu, lstm_lm, train_target, unk_training
 from pytest_privleak.targets.unk_training import (DEFAULT_UNK_ALPHA, WORD_DROPOUT_ALPHA, rare_words,
                                                   set_unk_row_from_rare_words)
 from pytest_privleak.targets.vocab import UNK_ID, Vocabulary
@@ -40,22 +40,21 @@ def test_the_default_configs_carry_no_word_dropout():
 @pytest.mark.parametrize("unk_alpha", [None, WORD_DROPOUT_ALPHA])
 def test_training_feeds_unk_only_when_word_dropout_is_named(kind, unk_alpha, data, monkeypatch):
     """Count the training tokens replaced by <unk>: none by default, some with unk_alpha=0.25 (a defence)."""
-    module = MODULES[kind]
     replaced = []
-    original = module.drop_to_unk
+    original = unk_training.drop_to_unk
 
-    def counting(ids, probabilities):
-        out = original(ids, probabilities)
+    def counting(ids, probabilities, uniform=None):
+        out = original(ids, probabilities, uniform)
         replaced.append(int((out != ids).sum()))
         return out
 
-    monkeypatch.setattr(module, "drop_to_unk", counting)
+    monkeypatch.setattr(unk_training, "drop_to_unk", counting)   # the stacked training's word dropout
     config = dict(TINY[kind]) if unk_alpha is None else dict(TINY[kind], unk_alpha=unk_alpha)
     model = train_target(kind, data, seed=0, progress=False, **config)
-    assert replaced, "the training loop no longer goes through drop_to_unk; this test says nothing"
-    if unk_alpha is None:
+    if unk_alpha is None:   # no word dropout: nothing is drawn, nothing replaced
         assert model.config.unk_alpha == 0.0 and sum(replaced) == 0
     else:
+        assert replaced, "the training loop no longer goes through drop_to_unk; this test says nothing"
         assert sum(replaced) > 0
 
 

@@ -17,7 +17,15 @@ KINDS: dict[str, str] = {
     "transformer-classifier": "pytest_privleak.targets.transformer_classifier:train",
 }
 
-__all__ = ["KINDS", "train_target"]
+#: Kinds whose seeds (and reference models) train together, as one stacked training (:mod:`.stacked`):
+#: ``train_many(runs, *, device, cache, **config)`` with ``runs`` a list of ``(dataset, seed)``.
+STACKED: dict[str, str] = {
+    "joint-bilstm-crf": "pytest_privleak.targets.joint_nlu:train_many",
+    "lstm-lm": "pytest_privleak.targets.lstm_lm:train_many",
+    "ner-bilstm-crf": "pytest_privleak.targets.ner_tagger:train_many",
+}
+
+__all__ = ["KINDS", "STACKED", "train_target", "train_targets"]
 
 
 def _trainer(kind: str):
@@ -26,6 +34,14 @@ def _trainer(kind: str):
                          "them, or train your own model with train_own_model(train, dataset, build=...)")
     module, _, function = KINDS[kind].partition(":")
     return getattr(import_module(module), function)
+
+
+def _mark(target, cache):
+    if cache is not None:
+        from ..cache.results import mark_content_hash
+
+        mark_content_hash(target, target.content_hash)
+    return target
 
 
 def train_target(kind: str, dataset, *, device: str = "cpu", cache=None, seed: int = 0, **config: Any):
@@ -41,9 +57,41 @@ def train_target(kind: str, dataset, *, device: str = "cpu", cache=None, seed: i
     (:mod:`pytest_privleak.cache.results`) can reuse its figures while its
     weights stay as trained; ``cache=None`` opts out of both caches.
     """
-    target = _trainer(kind)(dataset, device=device, cache=cache, seed=seed, **config)
-    if cache is not None:
-        from ..cache.results import mark_content_hash
+    return _mark(_trainer(kind)(dataset, device=device, cache=cache, seed=seed, **config), cache)
 
-        mark_content_hash(target, target.content_hash)
-    return target
+
+def _check_runs(runs) -> list[tuple[Any, int]]:
+    """``runs`` as a list of ``(dataset, seed)`` pairs, else ``ValueError`` naming the entry and the fix."""
+    fix = "fix: runs=[(dataset, 0), (dataset, 1)], a list of (dataset, integer training seed) pairs"
+    if isinstance(runs, (str, bytes)) or not hasattr(runs, "__iter__"):
+        raise ValueError(f"runs={runs!r} must be a list of (dataset, seed) pairs; {fix}")
+    out = []
+    for index, run in enumerate(runs):
+        if not isinstance(run, tuple) or len(run) != 2:
+            raise ValueError(f"runs[{index}]={run!r} is not a (dataset, seed) pair; {fix}")
+        dataset, seed = run
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ValueError(f"runs[{index}] has seed={seed!r}; a training seed is an integer; {fix}")
+        if not callable(getattr(dataset, "replace", None)) or not hasattr(dataset, "train"):
+            raise ValueError(f"runs[{index}] has a {type(dataset).__name__} where a dataset (NLUDataset) belongs; "
+                             f"{fix}")
+        out.append((dataset, seed))
+    return out
+
+
+def train_targets(kind: str, runs, *, device: str = "cpu", cache=None, **config: Any) -> list:
+    """``[train_target(kind, dataset, seed=seed, ...) for dataset, seed in runs]``, trained together.
+
+    For the kinds of :data:`STACKED` the runs not in ``cache`` train as one
+    stacked training (their parameters on a model axis, one forward and
+    backward for all; :mod:`pytest_privleak.targets.stacked`), each cached
+    under the key ``train_target`` gives it; a model's weights are the same
+    whichever runs it trained with. Other kinds train one run at a time.
+    """
+    _trainer(kind)
+    runs = _check_runs(runs)
+    if kind not in STACKED:
+        return [train_target(kind, dataset, device=device, cache=cache, seed=seed, **config) for dataset, seed in runs]
+    module, _, function = STACKED[kind].partition(":")
+    trained = getattr(import_module(module), function)(runs, device=device, cache=cache, **config)
+    return [_mark(target, cache) for target in trained]

@@ -79,6 +79,10 @@ from .dp_sgd.opacus import DPConfig, dp_config
 from . import training
 from .base import TrainedTarget
 from .char_cnn import CharCNN
+from .stacked import joint as stacked_joint
+from .stacked import params as stacked_params
+from .stacked.loop import fit_stacked
+from .stacked.plan import padded_rows, stack_groups
 from .unk_training import (DEFAULT_UNK_ALPHA, check_unk_alpha, drop_to_unk, finish_unk_rows, rare_word_rows,
                            set_unk_row, unk_probabilities)
 from .vocab import PAD, PAD_ID, UNK, Vocabulary, check_extra_tokens
@@ -473,7 +477,96 @@ def _load(folder: Path, device: torch.device, threads: int | None = 1) -> JointN
 
 def build(dataset, config: JointNLUConfig, *, device: torch.device, seed: int, content_hash: str,
           progress: bool = True, threads: int | None = 1) -> JointNLUTarget:
-    """Train a fresh model on ``device`` (no cache); word dropout to ``<unk>`` per ``config.unk_alpha``."""
+    """Train a fresh model on ``device`` (no cache): a stack of one (:func:`build_many`)."""
+    return build_many([(dataset, seed, content_hash)], config, device=device, progress=progress, threads=threads)[0]
+
+
+@dataclass
+class _Run:
+    """What one model of a stacked training needs: its data, vocabulary, initialised network and noise seed."""
+
+    dataset: object
+    seed: int
+    content_hash: str
+    vocab: Vocabulary
+    train_items: list
+    valid_items: list
+    unk_probs: torch.Tensor
+    rare: torch.Tensor | None
+    net: JointNLUNet
+    noise_seed: int
+
+    @property
+    def width(self) -> int:
+        """Tokens every batch of this model is padded to: the longest utterance of its dataset (all splits)."""
+        return max(len(u.tokens) for split in (self.dataset.train, self.dataset.valid, self.dataset.test)
+                   for u in split)
+
+
+def _prepare(dataset, config: JointNLUConfig, seed: int, content_hash: str, device: torch.device) -> _Run:
+    vocab = Vocabulary.from_dataset(dataset, config.extra_tokens)
+    width = char_width(config)
+    with training.seeded(seed, device):
+        net = JointNLUNet(vocab, config).to(device)
+        noise_seed = stacked_params.noise_seed()
+    return _Run(dataset, seed, content_hash, vocab, encode_utterances(vocab, dataset.train, width),
+                encode_utterances(vocab, dataset.valid, width),
+                unk_probabilities(vocab, dataset.train, config.unk_alpha, device),
+                rare_word_rows(vocab, dataset.train) if config.unk_alpha == 0.0 else None, net, noise_seed)
+
+
+def build_many(runs: Sequence[tuple], config: JointNLUConfig, *, device: torch.device, progress: bool = True,
+               threads: int | None = 1) -> list[JointNLUTarget]:
+    """Train fresh models, one per ``(dataset, seed, content_hash)`` of ``runs``, stacked (:mod:`.stacked`).
+
+    Each model is initialised under its seed as a model trained alone, and
+    trains with its own data order, dropout and word dropout; models whose
+    vocabularies differ in size stack when their padded sizes agree
+    (:mod:`.stacked.plan`). Word dropout to
+    ``<unk>`` per ``config.unk_alpha``; the ``<unk>`` row is set from the rare
+    words before each validation pass and after training. DP-SGD
+    (``config.dp``) trains each model alone through Opacus.
+    """
+    if config.dp is not None:
+        return [_build_dp(dataset, config, device=device, seed=seed, content_hash=key, progress=progress,
+                          threads=threads) for dataset, seed, key in runs]
+    out: list[JointNLUTarget | None] = [None] * len(runs)
+    with training.torch_threads(threads if device.type == "cpu" else None):
+        prepared = [_prepare(dataset, config, seed, key, device) for dataset, seed, key in runs]
+        sized = ("word_embedding.weight", "char_cnn.embedding.weight")       # rows padded in a stack
+        for group in stack_groups([r.net for r in prepared], [(len(r.train_items), r.width) for r in prepared],
+                                  sized):
+            members = [prepared[i] for i in group]
+            rows = padded_rows(len(members[0].vocab.tokens))
+            unk = ([torch.nn.functional.pad(r.unk_probs, (0, rows - len(r.unk_probs))) for r in members]
+                   if config.unk_alpha > 0.0 else [None] * len(members))
+
+            def before_validation(params: dict, models: Sequence[int], members=members) -> None:
+                for row, j in enumerate(models):
+                    if members[j].rare is not None:
+                        set_unk_row(params["word_embedding.weight"][row], members[j].rare)
+
+            histories = fit_stacked(
+                [r.net for r in members],
+                lambda params, batch, noise: stacked_joint.losses(params, batch, noise, dropout=config.dropout),
+                [stacked_joint.encode(r.train_items, r.width, device, u) for r, u in zip(members, unk)],
+                [stacked_joint.encode(r.valid_items, r.width, device) for r in members], stacked_joint.take,
+                seeds=[r.seed for r in members], noise_seeds=[r.noise_seed for r in members],
+                epochs=config.epochs, batch_size=config.batch_size, lr=config.lr, device=device,
+                names=[f"{KIND} {r.content_hash[:8]}" for r in members], early_stopping=config.early_stopping,
+                patience=config.patience, grad_clip=config.grad_clip or None, progress=progress,
+                after_backward=stacked_joint.zero_padding_row, before_validation=before_validation,
+                vocabulary_sized=sized)
+            for index, run, history in zip(group, members, histories):
+                finish_unk_rows(run.net.word_embedding.weight, run.vocab, run.dataset.train, config.unk_alpha)
+                out[index] = JointNLUTarget(run.net, run.vocab, config, seed=run.seed, history=history,
+                                            content_hash=run.content_hash, threads=threads)
+    return out
+
+
+def _build_dp(dataset, config: JointNLUConfig, *, device: torch.device, seed: int, content_hash: str,
+              progress: bool = True, threads: int | None = 1) -> JointNLUTarget:
+    """Train one model with DP-SGD through Opacus (``config.dp``): per-sample clipping and noise, one model."""
     vocab = Vocabulary.from_dataset(dataset, config.extra_tokens)
     width = char_width(config)
     train_items = encode_utterances(vocab, dataset.train, width)
@@ -486,7 +579,7 @@ def build(dataset, config: JointNLUConfig, *, device: torch.device, seed: int, c
             batch = dataclasses.replace(batch, ids=drop_to_unk(batch.ids, unk_probs))
         elif rare is not None:  # validation reads <unk> as the returned model will (no gradient reaches it)
             set_unk_row(net.word_embedding.weight, rare)
-        return batch_loss(net, batch) if config.dp is None else dp_batch_loss(net, batch)
+        return dp_batch_loss(net, batch)
 
     with training.seeded(seed, device), training.torch_threads(threads if device.type == "cpu" else None):
         net = JointNLUNet(vocab, config).to(device)
@@ -513,4 +606,14 @@ def train(dataset, *, device: str = "cpu", cache=None, seed: int = 0, progress: 
         KIND, JointNLUConfig, config, dataset, device=device, cache=cache, seed=seed,
         build=lambda cfg, dev, key: build(dataset, cfg, device=dev, seed=seed, content_hash=key, progress=progress,
                                         threads=threads),
+        save=_save, load=lambda folder, dev: _load(folder, dev, threads), progress=progress)
+
+
+def train_many(runs: Sequence[tuple], *, device: str = "cpu", cache=None, progress: bool = True,
+               threads: int | None = 1, **config) -> list[JointNLUTarget]:
+    """:func:`train` for several ``(dataset, seed)`` runs of one config, those not in ``cache`` trained together
+    (:func:`build_many`); each is cached under the key :func:`train` gives it."""
+    return training.train_or_load_many(
+        KIND, JointNLUConfig, config, runs, device=device, cache=cache,
+        build_many=lambda cfg, dev, todo: build_many(todo, cfg, device=dev, progress=progress, threads=threads),
         save=_save, load=lambda folder, dev: _load(folder, dev, threads), progress=progress)

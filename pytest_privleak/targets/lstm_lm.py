@@ -38,8 +38,12 @@ from torch import nn
 
 from . import training
 from .base import TrainedTarget
-from .unk_training import (DEFAULT_UNK_ALPHA, check_unk_alpha, drop_to_unk, finish_unk_rows, rare_word_rows,
-                           set_unk_row, unk_probabilities)
+from .stacked import language_model as stacked_lm
+from .stacked import params as stacked_params
+from .stacked.loop import fit_stacked
+from .stacked.plan import padded_rows, stack_groups
+from .unk_training import (DEFAULT_UNK_ALPHA, check_unk_alpha, finish_unk_rows, rare_word_rows, set_unk_row,
+                           unk_probabilities)
 from .vocab import PAD_ID, Vocabulary, check_extra_tokens
 
 KIND = "lstm-lm"
@@ -113,10 +117,6 @@ def _collate(items: Sequence[list[int]], device: torch.device) -> tuple[torch.Te
     for row, tokens in enumerate(items):
         ids[row, :len(tokens)] = torch.tensor(tokens, dtype=torch.long)
     return ids.to(device), lengths.to(device)
-
-
-def _batch_loss(net: LSTMLMNet, batch) -> torch.Tensor:
-    return net.nll(*batch)
 
 
 class LSTMLanguageModel(TrainedTarget):
@@ -209,31 +209,74 @@ def _load(folder: Path, device: torch.device) -> LSTMLanguageModel:
 
 def build(dataset, config: LSTMLMConfig, *, device: torch.device, seed: int, content_hash: str,
           progress: bool = True, threads: int | None = 1) -> LSTMLanguageModel:
-    """Train a fresh model on ``device`` (no cache)."""
-    vocab = Vocabulary.from_dataset(dataset, config.extra_tokens)
-    train_items = [vocab.token_ids(u.tokens) for u in dataset.train]
-    valid_items = [vocab.token_ids(u.tokens) for u in dataset.valid]
-    unk_probs = unk_probabilities(vocab, dataset.train, config.unk_alpha, device)
-    rare = rare_word_rows(vocab, dataset.train) if config.unk_alpha == 0.0 else None
+    """Train a fresh model on ``device`` (no cache): a stack of one (:func:`build_many`)."""
+    return build_many([(dataset, seed, content_hash)], config, device=device, progress=progress, threads=threads)[0]
 
-    def training_loss(net: LSTMLMNet, batch) -> torch.Tensor:
-        ids, lengths = batch
-        if not net.training:
-            if rare is not None:  # validation reads <unk> as the returned model will (no gradient reaches it)
-                set_unk_row(net.embedding.weight, rare)
-            return net.nll(ids, lengths)
-        return net.nll(ids, lengths, drop_to_unk(ids, unk_probs))
 
+def dataset_width(dataset) -> int:
+    """Tokens every batch of a model is padded to: the longest utterance of its dataset (all splits), so that
+    its arithmetic does not depend on the models stacked with it."""
+    return max(len(u.tokens) for split in (dataset.train, dataset.valid, dataset.test) for u in split)
+
+
+def build_many(runs: Sequence[tuple], config: LSTMLMConfig, *, device: torch.device, progress: bool = True,
+               threads: int | None = 1) -> list[LSTMLanguageModel]:
+    """Train fresh models, one per ``(dataset, seed, content_hash)`` of ``runs``, stacked (:mod:`.stacked`).
+
+    Each model is initialised under its seed as a model trained alone and
+    trains with its own data order, dropout and word dropout; models whose
+    vocabularies differ in size stack when their padded sizes agree
+    (:mod:`.stacked.plan`). The ``<unk>`` input
+    row is set from the rare words before each validation pass and after training.
+    """
+    out: list[LSTMLanguageModel | None] = [None] * len(runs)
     # a fixed thread count: the same weights whatever the core count (the cache key has none)
-    with training.seeded(seed, device), training.torch_threads(threads if device.type == "cpu" else None):
-        net = LSTMLMNet(len(vocab.tokens), config).to(device)
-        history = training.fit(
-            net, training_loss, train_items, valid_items, lambda items: _collate(items, device),
-            epochs=config.epochs, batch_size=config.batch_size, lr=config.lr, seed=seed,
-            early_stopping=config.early_stopping, patience=config.patience, grad_clip=config.grad_clip or None,
-            name=f"{KIND} {content_hash[:8]}", progress=progress)
-        finish_unk_rows(net.embedding.weight, vocab, dataset.train, config.unk_alpha)
-    return LSTMLanguageModel(net, vocab, config, seed=seed, history=history, content_hash=content_hash)
+    with training.torch_threads(threads if device.type == "cpu" else None):
+        prepared = []
+        for dataset, seed, key in runs:
+            vocab = Vocabulary.from_dataset(dataset, config.extra_tokens)
+            with training.seeded(seed, device):
+                net = LSTMLMNet(len(vocab.tokens), config).to(device)
+                noise_seed = stacked_params.noise_seed()
+            prepared.append(dict(
+                dataset=dataset, seed=seed, key=key, vocab=vocab, net=net, noise_seed=noise_seed,
+                width=dataset_width(dataset),
+                train=[vocab.token_ids(u.tokens) for u in dataset.train],
+                valid=[vocab.token_ids(u.tokens) for u in dataset.valid],
+                unk=unk_probabilities(vocab, dataset.train, config.unk_alpha, device),
+                rare=rare_word_rows(vocab, dataset.train) if config.unk_alpha == 0.0 else None))
+        sized = ("embedding.weight", "output.weight", "output.bias")          # rows padded in a stack
+        for group in stack_groups([r["net"] for r in prepared], [(len(r["train"]), r["width"]) for r in prepared],
+                                  sized):
+            members = [prepared[i] for i in group]
+            rows = padded_rows(len(members[0]["vocab"].tokens) + 1)
+            unk = ([torch.nn.functional.pad(r["unk"], (0, rows - len(r["unk"]))) for r in members]
+                   if config.unk_alpha > 0.0 else [None] * len(members))
+
+            def before_validation(params: dict, models: Sequence[int], members=members) -> None:
+                for row, j in enumerate(models):
+                    if members[j]["rare"] is not None:
+                        set_unk_row(params["embedding.weight"][row], members[j]["rare"])
+
+            histories = fit_stacked(
+                [r["net"] for r in members],
+                lambda params, batch, noise: stacked_lm.losses(params, batch, noise, dropout=config.dropout,
+                                                               num_layers=config.num_layers),
+                [stacked_lm.encode(r["train"], r["width"], device, len(r["vocab"].tokens), u)
+                 for r, u in zip(members, unk)],
+                [stacked_lm.encode(r["valid"], r["width"], device, len(r["vocab"].tokens)) for r in members],
+                stacked_lm.take,
+                seeds=[r["seed"] for r in members], noise_seeds=[r["noise_seed"] for r in members],
+                epochs=config.epochs, batch_size=config.batch_size, lr=config.lr, device=device,
+                names=[f"{KIND} {r['key'][:8]}" for r in members], early_stopping=config.early_stopping,
+                patience=config.patience, grad_clip=config.grad_clip or None, progress=progress,
+                after_backward=stacked_lm.zero_padding_row, before_validation=before_validation,
+                vocabulary_sized=sized, padding_fill=stacked_lm.PADDING_FILL)
+            for index, run, history in zip(group, members, histories):
+                finish_unk_rows(run["net"].embedding.weight, run["vocab"], run["dataset"].train, config.unk_alpha)
+                out[index] = LSTMLanguageModel(run["net"], run["vocab"], config, seed=run["seed"], history=history,
+                                               content_hash=run["key"])
+    return out
 
 
 def train(dataset, *, device: str = "cpu", cache=None, seed: int = 0, progress: bool = True,
@@ -247,4 +290,14 @@ def train(dataset, *, device: str = "cpu", cache=None, seed: int = 0, progress: 
         KIND, LSTMLMConfig, config, dataset, device=device, cache=cache, seed=seed,
         build=lambda cfg, dev, key: build(dataset, cfg, device=dev, seed=seed, content_hash=key,
                                         progress=progress, threads=threads),
+        save=_save, load=lambda folder, dev: _load(folder, dev), progress=progress)
+
+
+def train_many(runs: Sequence[tuple], *, device: str = "cpu", cache=None, progress: bool = True,
+               threads: int | None = 1, **config) -> list[LSTMLanguageModel]:
+    """:func:`train` for several ``(dataset, seed)`` runs of one config, those not in ``cache`` trained together
+    (:func:`build_many`); each is cached under the key :func:`train` gives it."""
+    return training.train_or_load_many(
+        KIND, LSTMLMConfig, config, runs, device=device, cache=cache,
+        build_many=lambda cfg, dev, todo: build_many(todo, cfg, device=dev, progress=progress, threads=threads),
         save=_save, load=lambda folder, dev: _load(folder, dev), progress=progress)

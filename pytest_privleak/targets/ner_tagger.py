@@ -47,7 +47,11 @@ from ..cache.results import mark_content_hash
 from . import training
 from .base import TrainedTarget
 from .entity_f1 import entity_f1
-from .unk_training import check_unk_alpha, drop_to_unk, finish_unk_rows, unk_probabilities
+from .stacked import params as stacked_params
+from .stacked import tagger as stacked_tagger
+from .stacked.loop import fit_stacked
+from .stacked.plan import padded_rows, stack_groups
+from .unk_training import check_unk_alpha, finish_unk_rows, unk_probabilities
 from .vocab import PAD_ID, Vocabulary, check_extra_tokens
 
 KIND = "ner-bilstm-crf"
@@ -168,10 +172,6 @@ def _collate(items: Sequence[tuple[list[int], list[int]]], device: torch.device)
     return ids.to(device), tags.to(device), mask.to(device), lengths
 
 
-def _batch_loss(net: NERTaggerNet, batch) -> torch.Tensor:
-    return net.nll(*batch)
-
-
 class NERTagger(TrainedTarget):
     """A trained BiLSTM-CRF tagger; a ``LogTokenScorer`` over its BIO ``labels`` (CRF marginals)."""
 
@@ -276,43 +276,89 @@ def build_epochs(dataset, config: NERTaggerConfig, *, device: torch.device, seed
 
     The tagger at epoch ``e`` has the weights of a training with ``epochs=e``
     (nothing in the loop depends on the total), its history up to ``e`` and
-    its own entity F1; ``keys[e]`` is its content hash.
+    its own entity F1; ``keys[e]`` is its content hash. A stack of one
+    (:func:`build_many_epochs`).
     """
-    vocab = Vocabulary.from_dataset(dataset, config.extra_tokens)
-    encode = lambda items: [(vocab.token_ids(u.tokens), vocab.tag_ids(u.tags)) for u in items]  # noqa: E731
-    unk_probs = unk_probabilities(vocab, dataset.train, config.unk_alpha, device)
-    snapshots: dict[int, dict[str, torch.Tensor]] = {}
+    return build_many_epochs([(dataset, seed, keys)], config, device=device, progress=progress, threads=threads)[0]
 
-    def training_loss(net: NERTaggerNet, batch) -> torch.Tensor:
-        ids, tags, mask, lengths = batch
-        if net.training:
-            ids = drop_to_unk(ids, unk_probs)
-        return net.nll(ids, tags, mask, lengths)
 
-    def snapshot(net: NERTaggerNet, row: dict) -> None:
-        if row["epoch"] in keys and row["epoch"] != config.epochs:
-            snapshots[row["epoch"]] = {k: v.detach().clone() for k, v in net.state_dict().items()}
+def dataset_width(dataset) -> int:
+    """Tokens every batch of a model is padded to: the longest sentence of its dataset (all splits), so that
+    its arithmetic does not depend on the models stacked with it."""
+    return max(len(u.tokens) for split in (dataset.train, dataset.valid, dataset.test) for u in split)
 
+
+def build_many_epochs(runs: Sequence[tuple], config: NERTaggerConfig, *, device: torch.device,
+                      progress: bool = True, threads: int | None = 1) -> list[dict[int, NERTagger]]:
+    """Train fresh taggers, one per ``(dataset, seed, {epoch: key})`` of ``runs``, stacked (:mod:`.stacked`).
+
+    Each is initialised under its seed as a tagger trained alone and trains
+    with its own data order, dropout and word dropout; taggers whose
+    vocabularies differ in size stack when their padded sizes agree
+    (:mod:`.stacked.plan`). Returns, per run,
+    ``{epoch: tagger}`` for each epoch of its keys (see :func:`build_epochs`).
+    """
+    out: list[dict[int, NERTagger] | None] = [None] * len(runs)
     # a fixed thread count: the same weights whatever the core count (the cache key has none)
-    with training.seeded(seed, device), training.torch_threads(threads if device.type == "cpu" else None):
-        net = NERTaggerNet(vocab, config).to(device)
-        history = training.fit(
-            net, training_loss, encode(dataset.train), encode(dataset.valid), lambda items: _collate(items, device),
-            epochs=config.epochs, batch_size=config.batch_size, lr=config.lr, seed=seed,
-            early_stopping=config.early_stopping, patience=config.patience, grad_clip=config.grad_clip or None,
-            name=f"{KIND} {keys[config.epochs][:8]}", progress=progress, on_epoch=snapshot if len(keys) > 1 else None,
-            optimizer=config.optimizer, momentum=config.momentum, lr_decay=config.lr_decay)
-        snapshots[config.epochs] = net.state_dict()
-        out = {}
-        for epoch, state in snapshots.items():
-            cfg = dataclasses.replace(config, epochs=epoch) if epoch != config.epochs else config
-            at = NERTaggerNet(vocab, cfg).to(device) if epoch != config.epochs else net
-            at.load_state_dict(state)
-            finish_unk_rows(at.embedding.weight, vocab, dataset.train, config.unk_alpha)
-            hist = training.history_until(history, epoch) if epoch != config.epochs else history
-            target = NERTagger(at, vocab, cfg, seed=seed, history=hist, content_hash=keys[epoch])
-            target.facts.update(_split_f1(target, dataset))
-            out[epoch] = target
+    with training.torch_threads(threads if device.type == "cpu" else None):
+        prepared = []
+        for dataset, seed, keys in runs:
+            vocab = Vocabulary.from_dataset(dataset, config.extra_tokens)
+            encode = lambda items, vocab=vocab: [(vocab.token_ids(u.tokens), vocab.tag_ids(u.tags))  # noqa: E731
+                                                 for u in items]
+            with training.seeded(seed, device):
+                net = NERTaggerNet(vocab, config).to(device)
+                noise_seed = stacked_params.noise_seed()
+            prepared.append(dict(dataset=dataset, seed=seed, keys=keys, vocab=vocab, net=net, noise_seed=noise_seed,
+                                 width=dataset_width(dataset), train=encode(dataset.train),
+                                 valid=encode(dataset.valid), snapshots={},
+                                 unk=unk_probabilities(vocab, dataset.train, config.unk_alpha, device)))
+        sized = ("embedding.weight",)                                          # rows padded in a stack
+        for group in stack_groups([r["net"] for r in prepared], [(len(r["train"]), r["width"]) for r in prepared],
+                                  sized):
+            members = [prepared[i] for i in group]
+            rows = padded_rows(len(members[0]["vocab"].tokens))
+            unk = ([torch.nn.functional.pad(r["unk"], (0, rows - len(r["unk"]))) for r in members]
+                   if config.unk_alpha > 0.0 else [None] * len(members))
+
+            def snapshot(j: int, state: dict, row: dict, members=members) -> None:
+                if row["epoch"] in members[j]["keys"] and row["epoch"] != config.epochs:
+                    members[j]["snapshots"][row["epoch"]] = state
+
+            histories = fit_stacked(
+                [r["net"] for r in members],
+                lambda params, batch, noise: stacked_tagger.losses(params, batch, noise, dropout=config.dropout),
+                [stacked_tagger.encode(r["train"], r["width"], device, u) for r, u in zip(members, unk)],
+                [stacked_tagger.encode(r["valid"], r["width"], device) for r in members], stacked_tagger.take,
+                seeds=[r["seed"] for r in members], noise_seeds=[r["noise_seed"] for r in members],
+                epochs=config.epochs, batch_size=config.batch_size, lr=config.lr, device=device,
+                names=[f"{KIND} {r['keys'][config.epochs][:8]}" for r in members],
+                early_stopping=config.early_stopping, patience=config.patience, grad_clip=config.grad_clip or None,
+                progress=progress, optimizer=config.optimizer, momentum=config.momentum, lr_decay=config.lr_decay,
+                after_backward=stacked_tagger.zero_padding_row,
+                on_epoch=snapshot if any(len(r["keys"]) > 1 for r in members) else None, vocabulary_sized=sized)
+            for index, run, history in zip(group, members, histories):
+                out[index] = _epoch_targets(run, history, config, device)
+    return out
+
+
+def _epoch_targets(run: dict, history: training.TrainingHistory, config: NERTaggerConfig,
+                   device: torch.device) -> dict[int, NERTagger]:
+    """``{epoch: tagger}`` of one trained run: its final network and the snapshots of its checkpoint epochs."""
+    vocab, dataset, keys = run["vocab"], run["dataset"], run["keys"]
+    snapshots = {**run["snapshots"], config.epochs: None}
+    out = {}
+    for epoch, state in snapshots.items():
+        cfg = dataclasses.replace(config, epochs=epoch) if epoch != config.epochs else config
+        at = run["net"]
+        if state is not None:
+            at = NERTaggerNet(vocab, cfg).to(device)
+            stacked_params.load_model_state(at, state)
+        finish_unk_rows(at.embedding.weight, vocab, dataset.train, config.unk_alpha)
+        hist = training.history_until(history, epoch) if epoch != config.epochs else history
+        target = NERTagger(at, vocab, cfg, seed=run["seed"], history=hist, content_hash=keys[epoch])
+        target.facts.update(_split_f1(target, dataset))
+        out[epoch] = target
     return out
 
 
@@ -348,4 +394,20 @@ def train(dataset, *, device: str = "cpu", cache=None, seed: int = 0, progress: 
         KIND, NERTaggerConfig, config, dataset, device=device, cache=cache, seed=seed,
         build=lambda cfg, dev, key: build(dataset, cfg, device=dev, seed=seed, content_hash=key,
                                         progress=progress, threads=threads),
+        save=_save, load=lambda folder, dev: _load(folder, dev), progress=progress)
+
+
+def train_many(runs: Sequence[tuple], *, device: str = "cpu", cache=None, progress: bool = True,
+               threads: int | None = 1, checkpoints=(), **config) -> list[NERTagger]:
+    """:func:`train` for several ``(dataset, seed)`` runs of one config, those not in ``cache`` trained together
+    (:func:`build_many_epochs`); each is cached under the key :func:`train` gives it. With ``checkpoints`` each
+    run trains as a stack of one (:func:`train`), its checkpoints cached as there."""
+    if checkpoints:
+        return [train(dataset, device=device, cache=cache, seed=seed, progress=progress, threads=threads,
+                      checkpoints=checkpoints, **config) for dataset, seed in runs]
+    return training.train_or_load_many(
+        KIND, NERTaggerConfig, config, runs, device=device, cache=cache,
+        build_many=lambda cfg, dev, todo: [epochs[cfg.epochs] for epochs in build_many_epochs(
+            [(dataset, seed, {cfg.epochs: key}) for dataset, seed, key in todo], cfg, device=dev,
+            progress=progress, threads=threads)],
         save=_save, load=lambda folder, dev: _load(folder, dev), progress=progress)

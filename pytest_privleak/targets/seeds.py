@@ -166,9 +166,20 @@ def train_over_seeds(train_one: Callable[[int], Any], seeds: int, *, seed: int =
 
 def train_target_seeds(kind: str, dataset: Any, *, seeds: int, seed: int = 0, device: str = "cpu", cache=None,
                        **config: Any) -> SeedModels:
-    """The built-in target ``kind`` trained with ``seeds`` training seeds (see :func:`..train_target`)."""
-    from . import train_target
+    """The built-in target ``kind`` trained with ``seeds`` training seeds (see :func:`..train_target`).
 
+    The kinds of :data:`..STACKED` train the seeds missing from the cache as
+    one stacked training (:func:`..train_targets`), the others one after another.
+    """
+    from . import STACKED, train_target, train_targets
+
+    if kind in STACKED:
+        k = check_seed_count(seeds)
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ValueError(f"seed={seed!r} must be an integer (the first training seed)")
+        models = train_targets(kind, [(dataset, s) for s in range(seed, seed + k)], device=device, cache=cache,
+                               **config)
+        return SeedModels(models, list(range(seed, seed + k)), name=f"train_target({kind!r})")
     return train_over_seeds(lambda s: train_target(kind, dataset, device=device, cache=cache, seed=s, **config),
                             seeds, seed=seed, name=f"train_target({kind!r})")
 

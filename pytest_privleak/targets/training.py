@@ -50,9 +50,10 @@ from .dp_sgd.opacus import DPConfig, PrivateTraining
 
 #: Bump whenever a change to target or training code changes trained weights;
 #: it is part of every cache key, so stale entries are never reused.
-CODE_VERSION = 4  # 2: reserved canary tokens in the vocabulary, word dropout to <unk>, CE letters (issue 12);
+CODE_VERSION = 5  # 2: reserved canary tokens in the vocabulary, word dropout to <unk>, CE letters (issue 12);
 #                  3: without word dropout the <unk> row is the mean of the rare words' rows (issue 21; NER tagger too, 27)
 #                  4: that row is also set before each validation pass, so early stopping sees it (issue 21)
+#                  5: the recurrent targets train as stacks of models with their own noise generators (issue 35)
 
 WEIGHTS_FILE = "model.safetensors"
 TARGET_FILE = "target.json"
@@ -510,6 +511,78 @@ def train_or_load(kind: str, config_cls: type, config: dict, dataset, *, device:
                        progress_events=progress)
     return target
 
+
+
+def cached_many(cache, keys: Sequence[str], build_missing: Callable[[list[str]], list[T]],
+                save: Callable[[T, Path], dict], load: Callable[[Path], T], *, names: Sequence[str],
+                progress_events: bool = True) -> list[T]:
+    """The objects of ``keys`` (distinct), loaded from ``cache`` or built together by one ``build_missing`` call.
+
+    Each key goes through :func:`cached` (the cache's verification, lock and
+    atomic publish, progress events), in sorted order: an entry present is
+    loaded and its lock released; for an absent one the lock is kept while
+    the next keys are visited, and once all are visited
+    ``build_missing(absent keys)`` trains them at once (a stack of models),
+    after which each is published under its own key as its lock is released.
+    Locks are taken in sorted key order, so two processes asking for
+    overlapping sets never wait on each other in a cycle, and a process that
+    needs a key another is training waits for it and loads it.
+    """
+    if len(set(keys)) != len(keys):
+        raise ValueError("cached_many needs distinct keys")
+    label = dict(zip(keys, names))
+    ordered = sorted(keys)
+    results: dict[str, T] = {}
+    pending: list[str] = []
+
+    def visit(i: int) -> None:
+        if i == len(ordered):
+            if pending:
+                results.update(zip(pending, build_missing(list(pending))))
+            return
+        key = ordered[i]
+        descended = False
+
+        def build() -> T:
+            nonlocal descended
+            descended = True
+            pending.append(key)
+            visit(i + 1)
+            return results[key]
+
+        obj, _ = cached(cache, key, build=build, save=save, load=load, name=label[key],
+                        progress_events=progress_events)
+        results[key] = obj
+        if not descended:
+            visit(i + 1)
+
+    visit(0)   # without a cache, cached() builds: the first key's build trains them all
+    return [results[key] for key in keys]
+
+
+def train_or_load_many(kind: str, config_cls: type, config: dict, runs: Sequence[tuple[Any, int]], *, device: str,
+                       cache, build_many: Callable[..., list[Any]], save: Callable[..., dict],
+                       load: Callable[..., Any], progress: bool = True) -> list[Any]:
+    """:func:`train_or_load` for several ``(dataset, seed)`` runs of one config: those missing train together.
+
+    ``build_many(cfg, torch_device, [(dataset, seed, key), ...])`` trains
+    fresh targets (one stack); each is cached under its own key, exactly the
+    key :func:`train_or_load` gives it, so a target trained here is the one a
+    single ``train_target`` call loads, and the reverse. Runs repeating a
+    ``(dataset, seed)`` share one target.
+    """
+    cfg = make_config(config_cls, config, kind=kind)
+    torch_device = torch.device(device)
+    keys = [cache_key(kind, dataset, cfg, seed, str(torch_device)) for dataset, seed in runs]
+    run_of = {}
+    for key, (dataset, seed) in zip(keys, runs):
+        run_of.setdefault(key, (dataset, seed, key))
+    distinct = list(run_of)
+    targets = cached_many(cache, distinct, lambda missing: build_many(cfg, torch_device, [run_of[k] for k in missing]),
+                          save=save, load=lambda folder: load(folder, torch_device),
+                          names=[f"{kind} {key[:8]}" for key in distinct], progress_events=progress)
+    by_key = dict(zip(distinct, targets))
+    return [by_key[key] for key in keys]
 
 
 def checkpoint_epochs(checkpoints: Any, config: Any, *, kind: str) -> tuple[int, ...]:

@@ -74,10 +74,20 @@ def unk_probabilities(vocab: Vocabulary, utterances: Sequence, alpha: float,
     return probs.to(device)
 
 
-def drop_to_unk(ids: torch.Tensor, probabilities: torch.Tensor) -> torch.Tensor:
-    """``ids`` with each occurrence replaced by ``UNK_ID`` with ``probabilities[id]`` (torch's global RNG)."""
-    drop = torch.rand(ids.shape, device=ids.device) < probabilities[ids]
-    return ids.masked_fill(drop, UNK_ID)
+def drop_to_unk(ids: torch.Tensor, probabilities: torch.Tensor, uniform: torch.Tensor | None = None) -> torch.Tensor:
+    """``ids`` with each occurrence replaced by ``UNK_ID`` with ``probabilities[id]``.
+
+    ``probabilities``: ``[|V|]``, or ``[k, |V|]`` for the ids ``[k, ...]`` of k
+    stacked models (row j for model j); ``uniform``: the draws in [0, 1), of
+    ``ids``' shape (default: torch's global RNG).
+    """
+    if uniform is None:
+        uniform = torch.rand(ids.shape, device=ids.device)
+    if probabilities.dim() == 1:
+        chance = probabilities[ids]
+    else:
+        chance = probabilities.gather(1, ids.flatten(1)).view_as(ids)
+    return ids.masked_fill(uniform < chance, UNK_ID)
 
 
 def rare_words(utterances: Sequence, share: float = RARE_SHARE) -> tuple[str, ...]:

@@ -7,7 +7,11 @@ training function for :func:`~pytest_privleak.targets.own_model.train_own_model`
 with the target's dataset whose ``train`` split is replaced by a random half
 of the pool, and a seed of its own, so each reference is an ordinary cached
 target: trained once per content hash, loaded afterwards, and trained by one
-xdist worker while the others wait on the cache lock.
+xdist worker while the others wait on the cache lock. Without a time budget,
+the references of a built-in recurrent kind that are not in the cache train
+together as one stacked training (:func:`~pytest_privleak.targets.train_targets`;
+references stack when their vocabulary sizes round up alike), each the model it
+would be trained alone.
 
 The pool (Carlini et al. 2022 §IV-B, Zarifzadeh et al. 2024 §3):
 
@@ -76,17 +80,32 @@ class TargetRecipe:
         from ...targets import train_target
         from ...targets.own_model import train_own_model
 
-        # the target's training records move to test, never trained on: the label sets (intents, tags), which the
-        # built-in targets read from all splits, stay the target's; words come from the train split only
-        split = tuple(train_split)
-        inside = set(split)
-        dataset = self.dataset.replace(train=split, test=self.dataset.test + tuple(
-            u for u in dict.fromkeys(self.dataset.train) if u not in inside), name=f"{self.dataset.name}+{label}")
+        dataset = self.reference_dataset(train_split, label)
         if self.kind is not None:
             return train_target(self.kind, dataset, device=self.device, cache=self.cache, seed=seed,
                                 **dict(self.config))
         return train_own_model(self.train, dataset, build=self.build, wrap=self.wrap, cache=self.cache,
                                device=self.device, seed=seed, sources=self.sources, name=label, **dict(self.config))
+
+    def fit_many(self, splits: Sequence[Sequence[Utterance]], seeds: Sequence[int], labels: Sequence[str]) -> list:
+        """:meth:`fit` for each ``(split, seed, label)``; a built-in kind that stacks its trainings
+        (``targets.STACKED``) trains the references missing from the cache together, each cached as :meth:`fit`
+        caches it (the same model: a model's weights do not depend on its stack)."""
+        from ...targets import STACKED, train_targets
+
+        if self.kind not in STACKED or type(self).fit is not TargetRecipe.fit:   # a recipe that fits its own way
+            return [self.fit(split, seed=seed, label=label) for split, seed, label in zip(splits, seeds, labels)]
+        runs = [(self.reference_dataset(split, label), seed) for split, seed, label in zip(splits, seeds, labels)]
+        return train_targets(self.kind, runs, device=self.device, cache=self.cache, **dict(self.config))
+
+    def reference_dataset(self, train_split: Sequence[Utterance], label: str) -> Any:
+        """The target's dataset with ``train_split`` as its train split (see the class docstring)."""
+        # the target's training records move to test, never trained on: the label sets (intents, tags), which the
+        # built-in targets read from all splits, stay the target's; words come from the train split only
+        split = tuple(train_split)
+        inside = set(split)
+        return self.dataset.replace(train=split, test=self.dataset.test + tuple(
+            u for u in dict.fromkeys(self.dataset.train) if u not in inside), name=f"{self.dataset.name}+{label}")
 
 
 @dataclass(frozen=True)
@@ -254,15 +273,20 @@ def train_references(recipe: TargetRecipe, candidates: Sequence[Utterance], popu
     step = 2 if online else 1                                     # online halves come in complementary pairs
     start = time.perf_counter()
     slowest = 0.0
+    def fit(todo: Sequence[int]) -> list:
+        return recipe.fit_many([tuple(u for u, inside in zip(pool, masks[j]) if inside) for j in todo],
+                               [seed * 1000 + j + 1 for j in todo],
+                               [f"reference {j + 1}/{k} ({'online' if online else 'offline'})" for j in todo])
+
+    if budget is None:             # all k at once: a built-in kind trains them as one stack
+        models = fit(range(k))
     while len(models) < k:
         size = min(step, k - len(models))
-        if budget is not None and models and slowest * size > budget - (time.perf_counter() - start):
+        if models and slowest * size > budget - (time.perf_counter() - start):
             break
         for j in range(len(models), len(models) + size):
-            split = tuple(u for u, inside in zip(pool, masks[j]) if inside)
             began = time.perf_counter()
-            models.append(recipe.fit(split, seed=seed * 1000 + j + 1,
-                                     label=f"reference {j + 1}/{k} ({'online' if online else 'offline'})"))
+            models += fit([j])
             slowest = max(slowest, time.perf_counter() - began)
     trained = len(models)
     note = "" if budget is None else _budget_note(trained, k, online, budget, time.perf_counter() - start, slowest)
