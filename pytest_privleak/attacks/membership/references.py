@@ -76,17 +76,27 @@ class TargetRecipe:
         from ...targets import train_target
         from ...targets.own_model import train_own_model
 
-        # the target's training records move to test, never trained on: the label sets (intents, tags), which the
-        # built-in targets read from all splits, stay the target's; words come from the train split only
-        split = tuple(train_split)
-        inside = set(split)
-        dataset = self.dataset.replace(train=split, test=self.dataset.test + tuple(
-            u for u in dict.fromkeys(self.dataset.train) if u not in inside), name=f"{self.dataset.name}+{label}")
+        dataset = self._reference_data(train_split, label)
         if self.kind is not None:
             return train_target(self.kind, dataset, device=self.device, cache=self.cache, seed=seed,
                                 **dict(self.config))
         return train_own_model(self.train, dataset, build=self.build, wrap=self.wrap, cache=self.cache,
                                device=self.device, seed=seed, sources=self.sources, name=label, **dict(self.config))
+
+    def own_training(self, train_split: Sequence[Utterance], seed: int, label: str) -> Any:
+        """What :meth:`fit` calls for an own model, as a :class:`~pytest_privleak.targets.parallel.OwnTraining`."""
+        from ...targets.parallel import OwnTraining
+
+        return OwnTraining(self.train, self._reference_data(train_split, label), self.build, self.wrap, self.cache,
+                           self.device, seed, tuple(self.sources), label, dict(self.config))
+
+    def _reference_data(self, train_split: Sequence[Utterance], label: str) -> Any:
+        # the target's training records move to test, never trained on: the label sets (intents, tags), which the
+        # built-in targets read from all splits, stay the target's; words come from the train split only
+        split = tuple(train_split)
+        inside = set(split)
+        return self.dataset.replace(train=split, test=self.dataset.test + tuple(
+            u for u in dict.fromkeys(self.dataset.train) if u not in inside), name=f"{self.dataset.name}+{label}")
 
 
 @dataclass(frozen=True)
@@ -250,6 +260,14 @@ def train_references(recipe: TargetRecipe, candidates: Sequence[Utterance], popu
     _check_reference_size(len(pool) // 2, len(recipe.dataset.train), online)
     rng = np.random.default_rng(seed)
     masks = half_masks(len(pool), k, rng, complementary=online)   # all k drawn: reference j is the same whatever ran
+    splits = [tuple(u for u, inside in zip(pool, masks[j]) if inside) for j in range(k)]
+    labels = [f"reference {j + 1}/{k} ({'online' if online else 'offline'})" for j in range(k)]
+    made: dict[int, Any] = {}
+    if recipe.train is not None and budget is None:     # own models: spread over processes first (issue 35)
+        from ...targets.parallel import prefetch
+
+        made = prefetch([recipe.own_training(splits[j], seed * 1000 + j + 1, labels[j]) for j in range(k)],
+                        what=f"the {k} reference models of {getattr(recipe.train, '__qualname__', 'train')}")
     models: list[Any] = []
     step = 2 if online else 1                                     # online halves come in complementary pairs
     start = time.perf_counter()
@@ -259,10 +277,9 @@ def train_references(recipe: TargetRecipe, candidates: Sequence[Utterance], popu
         if budget is not None and models and slowest * size > budget - (time.perf_counter() - start):
             break
         for j in range(len(models), len(models) + size):
-            split = tuple(u for u, inside in zip(pool, masks[j]) if inside)
             began = time.perf_counter()
-            models.append(recipe.fit(split, seed=seed * 1000 + j + 1,
-                                     label=f"reference {j + 1}/{k} ({'online' if online else 'offline'})"))
+            models.append(made.pop(j) if j in made else recipe.fit(splits[j], seed=seed * 1000 + j + 1,
+                                                                    label=labels[j]))
             slowest = max(slowest, time.perf_counter() - began)
     trained = len(models)
     note = "" if budget is None else _budget_note(trained, k, online, budget, time.perf_counter() - start, slowest)
