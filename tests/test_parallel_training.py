@@ -74,12 +74,12 @@ def sequential(tmp_path_factory):
 
 def test_a_pool_gives_each_seed_the_weights_it_gets_one_after_another(spread, sequential, tmp_path):
     spread.configure(2)
-    child = spread._children_for(1)[0]
+    child = spread.pool._children_for(1)[0]
     assert child.ready.wait(120), child.last_error()      # started: the pool hands it jobs at once
     models = train_own_model_seeds(bag.train, DATA, seeds=4, build=bag.untrained, cache=TargetCache(tmp_path),
                                    steps=5)
     assert digests(models) == sequential
-    assert spread.LAST["elsewhere"] >= 1 and spread.LAST["here"] + spread.LAST["elsewhere"] == 4
+    assert spread.pool.LAST["elsewhere"] >= 1 and spread.pool.LAST["here"] + spread.pool.LAST["elsewhere"] == 4
 
 
 def test_a_short_training_starts_no_process(spread, sequential, tmp_path):
@@ -88,8 +88,8 @@ def test_a_short_training_starts_no_process(spread, sequential, tmp_path):
     spread.configure(2)
     models = train_own_model_seeds(bag.train, DATA, seeds=4, build=bag.untrained, cache=TargetCache(tmp_path),
                                    steps=5)
-    assert digests(models) == sequential and spread.LAST == {"here": 4, "elsewhere": 0}
-    assert not spread._children
+    assert digests(models) == sequential and spread.pool.LAST == {"here": 4, "elsewhere": 0}
+    assert not spread.pool._children
 
 
 def _hidden_module(tmp_path: Path):
@@ -113,7 +113,7 @@ def test_a_function_a_new_process_cannot_import_trains_here_with_one_line_saying
                                                                                      notes, monkeypatch):
     hidden = _hidden_module(tmp_path)
     spread.shutdown()
-    monkeypatch.setattr(parallel, "START_AFTER", 0.0)       # as if its first seed had taken long
+    monkeypatch.setattr(parallel.pool, "START_AFTER", 0.0)       # as if its first seed had taken long
     try:
         spread.configure(2)
         models = train_own_model_seeds(hidden.train, DATA, seeds=4, build=bag.untrained,
@@ -123,7 +123,7 @@ def test_a_function_a_new_process_cannot_import_trains_here_with_one_line_saying
     assert digests(models) == sequential
     assert len(notes) == 1 and "the 4 seeds of train_own_model(hidden_train:train) train one after another" in \
         notes[0] and "would not find" in notes[0] and "--import-mode=importlib" in notes[0]
-    assert not spread._children
+    assert not spread.pool._children
 
 
 def test_what_cannot_be_handed_to_another_process_says_why(tmp_path):
@@ -136,7 +136,7 @@ def test_what_cannot_be_handed_to_another_process_says_why(tmp_path):
         (OwnTraining(bag.train, DATA, local_build, cache=cache), r"build=.*local_build is a lambda or a function "
                                                                  r"defined inside another"),
         (OwnTraining(bag.train, DATA, bag.untrained, cache=None), r"no cache to hand the trained model back"),
-        (OwnTraining(bag.train, object(), bag.untrained, cache=cache), r"the dataset is a object, not an NLUDataset"),
+        (OwnTraining(bag.train, object(), bag.untrained, cache=cache), r"the dataset is a object, not a pytest_privleak NLUDataset"),
     ]
     for training, pattern in cases:
         with pytest.raises(NotPortable, match=pattern):
@@ -145,7 +145,7 @@ def test_what_cannot_be_handed_to_another_process_says_why(tmp_path):
 
 def test_a_training_that_fails_in_another_process_is_trained_here_and_fails_as_before(spread, tmp_path, notes):
     spread.configure(2)
-    child = spread._children_for(1)[0]
+    child = spread.pool._children_for(1)[0]
     assert child.ready.wait(120), child.last_error()
     trainings = [OwnTraining(bag.train, DATA, bag.untrained, cache=TargetCache(tmp_path), seed=s,
                              config={"steps": 5}) for s in range(3)]
@@ -185,6 +185,7 @@ def test_a_worker_out_of_tests_runs_the_jobs_another_posted_and_the_poster_loads
     finally:
         poster.finished()
         out, _ = helper.communicate(timeout=300)
+        helper.stdout.close()
     spread.configure(1)
     assert digests(models) == digests(train_own_model_seeds(bag.train, DATA, seeds=4, build=bag.untrained,
                                                             cache=TargetCache(tmp_path / "again"), steps=60))
