@@ -201,3 +201,44 @@ def test_the_job_is_json_and_names_functions_by_module_and_file(tmp_path):
                             "file": str(Path(bag.__file__).resolve())}
     assert job["seed"] == 2 and job["config"] == {"steps": 5} and job["cache"]["folder"] == str(tmp_path.resolve())
     assert parallel.from_job(job).key() == job["key"]
+
+
+XDIST_TEST = '''
+import hashlib, os
+from own_model_fixture import bag
+
+def train(dataset, seed=0, steps=5):
+    model = bag.train(dataset, seed=seed, steps=steps)
+    with open(os.environ["SEEDS_LOG"], "a") as out:
+        out.write(f"{seed} {os.environ.get('PYTEST_XDIST_WORKER', 'main')}\\n")
+    return model
+
+def test_own_seeds(train_own_model, nlu_dataset):
+    models = train_own_model(train, nlu_dataset, build=bag.untrained, seeds=4, steps=150)
+    with open(os.environ["DIGESTS"], "w") as out:
+        for model in models:
+            digest = hashlib.sha256()
+            for key, tensor in sorted(model.state_dict().items()):
+                digest.update(key.encode() + tensor.numpy().tobytes())
+            out.write(digest.hexdigest() + "\\n")
+'''
+
+
+@pytest.mark.slow
+def test_under_xdist_an_idle_worker_trains_some_seeds_and_the_weights_are_those_of_one_process(pytester,
+                                                                                               monkeypatch):
+    """One test needs 4 seeds of an own model under ``-n 2``: the worker without tests trains some of them from the
+    job board; the weights equal those of ``-n 0`` trained one after another."""
+    import shutil
+
+    shutil.copytree(Path(bag.__file__).parent, pytester.path / "own_model_fixture")
+    pytester.makepyfile(test_own=XDIST_TEST)
+    runs = {}
+    for name, args in (("one", ["--privleak-train-processes=1"]), ("n2", ["-n", "2"])):
+        monkeypatch.setenv("SEEDS_LOG", str(pytester.path / f"log-{name}"))
+        monkeypatch.setenv("DIGESTS", str(pytester.path / f"digests-{name}"))
+        result = pytester.runpytest_subprocess(f"--privleak-cache-dir=cache-{name}", *args)
+        assert result.ret == 0, result.stdout.str()[-2000:]
+        runs[name] = {line.split()[1] for line in (pytester.path / f"log-{name}").read_text().splitlines()}
+    assert runs == {"one": {"main"}, "n2": {"gw0", "gw1"}}
+    assert (pytester.path / "digests-one").read_text() == (pytester.path / "digests-n2").read_text()
