@@ -335,22 +335,12 @@ def takes_labels(method: Callable[..., Any]) -> bool:
         p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
 
 
-#: ``progress(scored, total)``: called after each batch of :func:`score_secrets` with the candidates scored so
-#: far and the number to score. The hook point of the scoring progress line (issue 34).
-ScoringProgress = Callable[[int, int], None]
-
-
-def score_secrets(scorer: SecretScorer, secrets, batch_size: int,
-                  progress: ScoringProgress | None = None) -> np.ndarray:
-    """Scores of the candidate secrets ``[K, n]`` (V0 indices), ``batch_size`` rows per forward pass;
-    ``progress(scored, K)`` after each batch when given."""
-    total = secrets.shape[0]
-    out = np.empty(total, dtype=np.float64)
-    for start in range(0, total, batch_size):
+def score_secrets(scorer: SecretScorer, secrets, batch_size: int) -> np.ndarray:
+    """Scores of the candidate secrets ``[K, n]`` (V0 indices), ``batch_size`` rows per forward pass."""
+    out = np.empty(secrets.shape[0], dtype=np.float64)
+    for start in range(0, secrets.shape[0], batch_size):
         chunk = secrets[start:start + batch_size]
         out[start:start + chunk.shape[0]] = scorer(chunk)
-        if progress is not None:
-            progress(start + chunk.shape[0], total)
     return out
 
 
@@ -415,8 +405,6 @@ def compute_exposure(target: Any, canary: Any, *, method: str = "auto", referenc
     from ..candidates import enumerate_space, secret_index
 
     scorer = secret_scorer(target, canary)
-    # the scoring loops below are score_secrets(..., progress=None): its progress(scored, total) hook is where a
-    # progress line of the scoring plugs in (issue 34)
     number = secret_index(canary.secret_indices, base)
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x6578706F]))  # "expo"
     refs = None if method == "exact" else distinct_references(rng, size, number, references)
