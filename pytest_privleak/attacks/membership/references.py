@@ -76,21 +76,30 @@ class TargetRecipe:
         from ...targets import train_target
         from ...targets.own_model import train_own_model
 
-        dataset = self._reference_data(train_split, label)
+        dataset = self.reference_dataset(train_split, label)
         if self.kind is not None:
             return train_target(self.kind, dataset, device=self.device, cache=self.cache, seed=seed,
                                 **dict(self.config))
         return train_own_model(self.train, dataset, build=self.build, wrap=self.wrap, cache=self.cache,
                                device=self.device, seed=seed, sources=self.sources, name=label, **dict(self.config))
 
-    def own_training(self, train_split: Sequence[Utterance], seed: int, label: str) -> Any:
-        """What :meth:`fit` calls for an own model, as a :class:`~pytest_privleak.targets.parallel.OwnTraining`."""
-        from ...targets.parallel import OwnTraining
+    def fit_many(self, splits: Sequence[Sequence[Utterance]], seeds: Sequence[int], labels: Sequence[str]) -> list:
+        """:meth:`fit` for each ``(split, seed, label)``; an own model's trainings missing from the cache are first
+        spread over processes (:func:`~pytest_privleak.targets.parallel.prefetch`: this process's cores, or the
+        xdist workers that have run out of tests), each the model :meth:`fit` trains."""
+        if self.train is None or type(self).fit is not TargetRecipe.fit:     # a recipe that fits its own way
+            return [self.fit(split, seed=seed, label=label) for split, seed, label in zip(splits, seeds, labels)]
+        from ...targets.parallel import OwnTraining, prefetch
 
-        return OwnTraining(self.train, self._reference_data(train_split, label), self.build, self.wrap, self.cache,
-                           self.device, seed, tuple(self.sources), label, dict(self.config))
+        made = prefetch([OwnTraining(self.train, self.reference_dataset(split, label), self.build, self.wrap,
+                                     self.cache, self.device, seed, tuple(self.sources), label, dict(self.config))
+                         for split, seed, label in zip(splits, seeds, labels)],
+                        what=f"the {len(splits)} reference models of {getattr(self.train, '__qualname__', 'train')}")
+        return [made[i] if i in made else self.fit(split, seed=seed, label=label)
+                for i, (split, seed, label) in enumerate(zip(splits, seeds, labels))]
 
-    def _reference_data(self, train_split: Sequence[Utterance], label: str) -> Any:
+    def reference_dataset(self, train_split: Sequence[Utterance], label: str) -> Any:
+        """The target's dataset with ``train_split`` as its train split (see the class docstring)."""
         # the target's training records move to test, never trained on: the label sets (intents, tags), which the
         # built-in targets read from all splits, stay the target's; words come from the train split only
         split = tuple(train_split)
@@ -260,26 +269,24 @@ def train_references(recipe: TargetRecipe, candidates: Sequence[Utterance], popu
     _check_reference_size(len(pool) // 2, len(recipe.dataset.train), online)
     rng = np.random.default_rng(seed)
     masks = half_masks(len(pool), k, rng, complementary=online)   # all k drawn: reference j is the same whatever ran
-    splits = [tuple(u for u, inside in zip(pool, masks[j]) if inside) for j in range(k)]
-    labels = [f"reference {j + 1}/{k} ({'online' if online else 'offline'})" for j in range(k)]
-    made: dict[int, Any] = {}
-    if recipe.train is not None and budget is None:     # own models: spread over processes first (issue 35)
-        from ...targets.parallel import prefetch
-
-        made = prefetch([recipe.own_training(splits[j], seed * 1000 + j + 1, labels[j]) for j in range(k)],
-                        what=f"the {k} reference models of {getattr(recipe.train, '__qualname__', 'train')}")
     models: list[Any] = []
     step = 2 if online else 1                                     # online halves come in complementary pairs
     start = time.perf_counter()
     slowest = 0.0
+    def fit(todo: Sequence[int]) -> list:
+        return recipe.fit_many([tuple(u for u, inside in zip(pool, masks[j]) if inside) for j in todo],
+                               [seed * 1000 + j + 1 for j in todo],
+                               [f"reference {j + 1}/{k} ({'online' if online else 'offline'})" for j in todo])
+
+    if budget is None:             # all k at once: a built-in kind trains them as one stack
+        models = fit(range(k))
     while len(models) < k:
         size = min(step, k - len(models))
-        if budget is not None and models and slowest * size > budget - (time.perf_counter() - start):
+        if models and slowest * size > budget - (time.perf_counter() - start):
             break
         for j in range(len(models), len(models) + size):
             began = time.perf_counter()
-            models.append(made.pop(j) if j in made else recipe.fit(splits[j], seed=seed * 1000 + j + 1,
-                                                                    label=labels[j]))
+            models += fit([j])
             slowest = max(slowest, time.perf_counter() - began)
     trained = len(models)
     note = "" if budget is None else _budget_note(trained, k, online, budget, time.perf_counter() - start, slowest)
