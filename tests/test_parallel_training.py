@@ -242,3 +242,25 @@ def test_under_xdist_an_idle_worker_trains_some_seeds_and_the_weights_are_those_
         runs[name] = {line.split()[1] for line in (pytester.path / f"log-{name}").read_text().splitlines()}
     assert runs == {"one": {"main"}, "n2": {"gw0", "gw1"}}
     assert (pytester.path / "digests-one").read_text() == (pytester.path / "digests-n2").read_text()
+
+
+def test_the_global_torch_settings_travel_with_the_job_and_a_helper_with_others_refuses_it(tmp_path):
+    """A conftest that sets torch's default dtype changes the weights: a child process takes the poster's
+    settings first; a helper worker whose own differ leaves the job to its poster."""
+    from pytest_privleak.targets.parallel.jobs import apply_torch_settings, torch_settings
+
+    before = torch_settings()
+    torch.set_default_dtype(torch.float64)
+    try:
+        job = to_job(OwnTraining(bag.train, DATA, bag.untrained, cache=TargetCache(tmp_path), config={"steps": 5}))
+    finally:
+        apply_torch_settings(before)
+    assert job["torch"]["default_dtype"] == "float64"
+    with pytest.raises(NotPortable, match=r"torch's global settings differ here"):
+        parallel.from_job(job)
+    try:
+        apply_torch_settings(job["torch"])
+        assert parallel.from_job(job).key() == job["key"]
+    finally:
+        apply_torch_settings(before)
+    assert torch.get_default_dtype() == torch.float32

@@ -183,6 +183,24 @@ def _dataset(spec: dict[str, Any]) -> Any:
     return kind(**splits, name=spec["name"], **extra)
 
 
+def torch_settings() -> dict[str, Any]:
+    """The global torch settings that change what a training computes (a conftest may set them)."""
+    import torch
+
+    return {"default_dtype": str(torch.get_default_dtype()).removeprefix("torch."),
+            "deterministic": torch.are_deterministic_algorithms_enabled(),
+            "matmul_precision": torch.get_float32_matmul_precision()}
+
+
+def apply_torch_settings(settings: dict[str, Any]) -> None:
+    """Make this process's global torch settings ``settings`` (a child process, before a job)."""
+    import torch
+
+    torch.set_default_dtype(getattr(torch, settings["default_dtype"]))
+    torch.use_deterministic_algorithms(bool(settings["deterministic"]))
+    torch.set_float32_matmul_precision(settings["matmul_precision"])
+
+
 def to_job(training: OwnTraining) -> dict[str, Any]:
     """``training`` as JSON-safe data another process can run (:func:`from_job`); :class:`NotPortable` if not."""
     if training.cache is None:
@@ -191,11 +209,18 @@ def to_job(training: OwnTraining) -> dict[str, Any]:
             "dataset": _dataset_spec(training.dataset), "cache": _cache_spec(training.cache),
             "device": training.device, "seed": training.seed,
             "sources": [str(Path(s).resolve()) for s in training.sources], "name": training.label,
-            "config": training.config, "key": training.key()}
+            "config": training.config, "key": training.key(), "torch": torch_settings()}
 
 
 def from_job(job: dict[str, Any], device: str | None = None) -> OwnTraining:
-    """The training ``job`` describes (``device``: run it there instead, e.g. a helper worker's own GPU)."""
+    """The training ``job`` describes (``device``: run it there instead, e.g. a helper worker's own GPU).
+
+    :class:`NotPortable` when this process's global torch settings (default dtype, deterministic algorithms,
+    float32 matmul precision) are not the poster's: the weights could differ (a child process applies the
+    poster's first).
+    """
+    if job.get("torch", torch_settings()) != torch_settings():
+        raise NotPortable(f"torch's global settings differ here ({torch_settings()}, not {job['torch']})")
     training = OwnTraining(_resolve(job["train"], "train"), _dataset(job["dataset"]),
                            _resolve(job["build"], "build"), None, _open_cache(job["cache"]),
                            device or job["device"], int(job["seed"]), tuple(job["sources"]), job["name"],

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...progress import events as progress
-from .jobs import OwnTraining, from_job, note
+from .jobs import OwnTraining, apply_torch_settings, from_job, note
 
 __all__ = ["CHILD", "LAST", "START_AFTER", "run_pool", "shutdown", "main"]
 
@@ -226,6 +226,7 @@ def main() -> int:
             if entry not in sys.path:
                 sys.path.insert(0, entry)
         try:
+            apply_torch_settings(job["torch"])      # the parent's, as a conftest may have set them
             from_job(job).run()
         except Exception as exc:  # noqa: BLE001 - reported to the parent, which trains it again itself
             say({"done": job.get("key"), "ok": False, "error": f"{type(exc).__name__}: {exc}"})
