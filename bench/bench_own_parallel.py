@@ -12,8 +12,13 @@ cold (an empty cache each time), one run after the other:
 
 Prints each run's wall time, load average before and after, the ratios
 ``pool / seq``, ``n2 / seq`` (the issue's goal: <= 0.6 on 2 cores) and
-``n2 / pool``, who trained which seed (the training function logs its
-worker and PID), and whether the three reports give identical figures.
+``n2 / pool``, each run's CPU seconds, how many seeds each process trained
+(the training function logs its worker and PID), whether the three reports
+give identical figures, and, before and after, how much more work two busy
+processes of this session do than one: on a machine whose scheduler shares
+the cores per session (Linux's autogroup, as on a shared development
+machine), a second process gains nothing while other sessions keep the cores
+busy, so the ratios can only be read beside that figure.
 ``--quick``: 3 seeds, 1 epoch (the CI-sized check of the bench itself).
 
 Usage: ``python bench/bench_own_parallel.py [--epochs 4] [--seeds 7] [--keep]``
@@ -21,8 +26,10 @@ Usage: ``python bench/bench_own_parallel.py [--epochs 4] [--seeds 7] [--keep]``
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -93,18 +100,48 @@ def run(project: Path, name: str, seeds: int, epochs: int, *extra: str) -> dict:
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--privleak-cache-dir={cache}",
            f"--privleak-report={report}", *extra]
     load = os.getloadavg()[0]
+    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(cmd, cwd=project, capture_output=True, text=True, env=env)
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_seconds = after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime
     trained = sorted(log.read_text().split("\n")[:-1]) if log.exists() else []
     try:
         found = figures(report)
     except (OSError, ValueError, KeyError):
         found = None
     summary = [line for line in done.stdout.splitlines() if " in " in line and ("passed" in line or "failed" in line)]
-    return {"name": name, "seconds": seconds, "load": (load, os.getloadavg()[0]), "rc": done.returncode,
+    return {"name": name, "seconds": seconds, "cpu": cpu_seconds, "load": (load, os.getloadavg()[0]),
+            "rc": done.returncode,
             "trained": trained, "figures": found,
             "summary": summary[-1].strip("= ") if summary else (done.stdout + done.stderr)[-600:]}
+
+
+def _spin(seconds: float, out) -> None:
+    end, count = time.perf_counter() + seconds, 0
+    while time.perf_counter() < end:
+        for _ in range(10_000):
+            count += 1
+    out.put(count)
+
+
+def capacity(seconds: float = 4.0) -> float:
+    """Work two busy processes do together over the work of one, in this session, now."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    one = context.Process(target=_spin, args=(seconds, results))
+    one.start()
+    one.join()
+    alone = results.get()
+    pair = [context.Process(target=_spin, args=(seconds, results)) for _ in range(2)]
+    for process in pair:
+        process.start()
+    for process in pair:
+        process.join()
+    return (results.get() + results.get()) / alone
 
 
 def main() -> None:
@@ -120,15 +157,20 @@ def main() -> None:
     project = make_project(folder)
     print(f"own GRU (sample project), {args.seeds} seeds x {args.epochs} epochs, exact pin exposure; "
           f"{os.cpu_count()} cores")
+    print(f"CPU this session gets: 2 processes do {capacity():.2f}x the work of 1 (2.0 on 2 idle cores; less where "
+          "the scheduler shares the cores per session, as Linux's autogroup does, and other sessions are busy)")
     runs = [run(project, "seq", args.seeds, args.epochs, "--privleak-train-processes=1"),
             run(project, "pool", args.seeds, args.epochs),
             run(project, "n2", args.seeds, args.epochs, "-n", "2")]
     for r in runs:
-        who = ", ".join(sorted({" ".join(t.split()[1:]) for t in r["trained"]}))
-        print(f"  {r['name']:<5} {r['seconds']:7.1f} s   load {r['load'][0]:4.1f} -> {r['load'][1]:4.1f}   "
-              f"exit {r['rc']}   {r['summary']}\n        seeds trained by: {who or '?'} ({len(r['trained'])} trainings)")
+        counts = collections.Counter(" ".join(t.split()[1:]) for t in r["trained"])
+        who = ", ".join(f"{process}: {count}" for process, count in sorted(counts.items()))
+        print(f"  {r['name']:<5} {r['seconds']:7.1f} s wall {r['cpu']:7.1f} s CPU   load {r['load'][0]:4.1f} -> "
+              f"{r['load'][1]:4.1f}   exit {r['rc']}   {r['summary']}\n        seeds trained by (process: seeds): "
+              f"{who or '?'}")
     seq, pool, n2 = (r["seconds"] for r in runs)
     print(f"ratios: pool / seq {pool / seq:.2f}   n2 / seq {n2 / seq:.2f} (goal <= 0.6)   n2 / pool {n2 / pool:.2f}")
+    print(f"CPU this session gets, again: 2 processes do {capacity():.2f}x the work of 1")
     same = runs[0]["figures"] is not None and all(r["figures"] == runs[0]["figures"] for r in runs)
     print(f"figures identical in the three runs: {same}")
     if args.keep:
