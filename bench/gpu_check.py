@@ -241,8 +241,8 @@ def section_suite(section: Section, args, gpu: str, budget: float) -> None:
     section.say(f"{'run':<38}{'seconds':>9}{'exit':>6}  summary")
     results, total, status = {}, 0.0, "ok"
     try:
-        for name, extra in runs:
-            left = budget - total
+        for number, (name, extra) in enumerate(runs):
+            left = min(budget - total, budget / 2 if number == 0 else budget)   # the first run leaves half
             if left < 10:
                 status = "timeout"
                 section.say(f"{name}: not run, no budget left")

@@ -14,12 +14,19 @@
 # wheels in .whl/ (git-ignored: carry it): pytorch-crf, pure Python. The checkout itself travels as the working
 # tree and is used from here through PYTHONPATH (the plugin loaded with -p where it is not installed).
 # all-MiniLM-L6-v2 (88 MB) does not travel: the sample project's encoder tests are skipped there, and say so.
+# With this workplace's device tool, from the checkout root after --fetch-wheels:
+#   run(command="PYTHONUNBUFFERED=1 bash bench/gpu_check.sh 2>&1 | tee $OUT/gpu_check.log", carry=[".whl"],
+#       timeout_s=540)
+# The budget (450 s of sections, plus a few seconds of set-up) leaves room under 8 minutes and under the tool's
+# 10-minute command limit; --budget SECONDS changes it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 
 if [ "${1:-}" = "--fetch-wheels" ]; then
-  grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
+  exclude="$(git rev-parse --git-path info/exclude 2>/dev/null || echo .git/info/exclude)"
+  mkdir -p "$(dirname "$exclude")"
+  grep -qx '/.whl/' "$exclude" 2>/dev/null || echo '/.whl/' >> "$exclude"
   exec "$PY" -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 -d .whl "pytorch-crf==0.7.2"
 fi

@@ -188,7 +188,8 @@ def train_own_model_seeds(train: Callable[..., Any], dataset: Any, *, seeds: int
         known = {name: options[name] for name in ("wrap", "cache", "device", "sources", "name") if name in options}
         config = {n: v for n, v in options.items() if n not in known and n != "build"}
         order = [seed + (i + _worker_offset(k)) % k for i in range(k)]
-        trained = prefetch([OwnTraining(train, dataset, options["build"], seed=s, config=config, **known)
+        trained = prefetch([OwnTraining(train, dataset, options["build"], seed=s, config=config,
+                                        part=f"seed {s - seed + 1} of {k}", **known)
                             for s in order], what=f"the {k} seeds of train_own_model({label})")
         made = {order[i]: model for i, model in trained.items()}
 

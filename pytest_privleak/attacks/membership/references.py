@@ -92,8 +92,9 @@ class TargetRecipe:
         from ...targets.parallel import OwnTraining, prefetch
 
         made = prefetch([OwnTraining(self.train, self.reference_dataset(split, label), self.build, self.wrap,
-                                     self.cache, self.device, seed, tuple(self.sources), label, dict(self.config))
-                         for split, seed, label in zip(splits, seeds, labels)],
+                                     self.cache, self.device, seed, tuple(self.sources), label, dict(self.config),
+                                     part=f"reference {i + 1} of {len(splits)}")
+                         for i, (split, seed, label) in enumerate(zip(splits, seeds, labels))],
                         what=f"the {len(splits)} reference models of {getattr(self.train, '__qualname__', 'train')}")
         return [made[i] if i in made else self.fit(split, seed=seed, label=label)
                 for i, (split, seed, label) in enumerate(zip(splits, seeds, labels))]

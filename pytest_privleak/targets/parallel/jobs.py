@@ -19,6 +19,14 @@ from ...progress import events as progress
 __all__ = ["NotPortable", "OwnTraining", "note", "to_job", "from_job"]
 
 
+def in_part(text: str | None):
+    """``progress.part(text)`` where the progress wing has parts (issue 34), else nothing."""
+    import contextlib
+
+    part = getattr(progress, "part", None)
+    return part(text) if part is not None and text else contextlib.nullcontext()
+
+
 def note(line: str) -> None:
     """One ``[privleak]`` line about how trainings were spread."""
     progress.emit(progress.NOTE, line=f"[privleak] {line}")
@@ -42,13 +50,16 @@ class OwnTraining:
     sources: Sequence[str] = ()
     name: str | None = None
     config: dict[str, Any] = field(default_factory=dict)
+    #: which of several it is (``"seed 3 of 7"``, ``"reference 2 of 4"``), said by its progress lines
+    part: str | None = None
 
     def run(self) -> Any:
         from ..own_model import train_own_model
 
-        return train_own_model(self.train, self.dataset, build=self.build, wrap=self.wrap, cache=self.cache,
-                               device=self.device, seed=self.seed, sources=self.sources, name=self.name,
-                               **self.config)
+        with in_part(self.part):
+            return train_own_model(self.train, self.dataset, build=self.build, wrap=self.wrap, cache=self.cache,
+                                   device=self.device, seed=self.seed, sources=self.sources, name=self.name,
+                                   **self.config)
 
     def check(self) -> None:
         """The errors ``train_own_model`` gives these arguments, raised before anything is spread."""
@@ -209,7 +220,7 @@ def to_job(training: OwnTraining) -> dict[str, Any]:
             "dataset": _dataset_spec(training.dataset), "cache": _cache_spec(training.cache),
             "device": training.device, "seed": training.seed,
             "sources": [str(Path(s).resolve()) for s in training.sources], "name": training.label,
-            "config": training.config, "key": training.key(), "torch": torch_settings()}
+            "config": training.config, "key": training.key(), "torch": torch_settings(), "part": training.part}
 
 
 def from_job(job: dict[str, Any], device: str | None = None) -> OwnTraining:
@@ -224,7 +235,7 @@ def from_job(job: dict[str, Any], device: str | None = None) -> OwnTraining:
     training = OwnTraining(_resolve(job["train"], "train"), _dataset(job["dataset"]),
                            _resolve(job["build"], "build"), None, _open_cache(job["cache"]),
                            device or job["device"], int(job["seed"]), tuple(job["sources"]), job["name"],
-                           dict(job["config"]))
+                           dict(job["config"]), job.get("part"))
     if training.key() != job["key"]:
         raise NotPortable("it keys differently in another process (its source or torch differs)")
     return training
