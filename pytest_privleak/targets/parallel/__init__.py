@@ -106,6 +106,7 @@ def prefetch(trainings: Sequence[OwnTraining], *, what: str) -> dict[int, Any]:
 
     def here(training: OwnTraining) -> None:
         made[index[id(training)]] = training.run()
+
     try:
         jobs = [to_job(t) for t in missing]
         if spread.board is None and any(t.device != "cpu" for t in missing):
@@ -115,7 +116,7 @@ def prefetch(trainings: Sequence[OwnTraining], *, what: str) -> dict[int, Any]:
         here(missing[0])                    # said only where spreading them would have paid
         if time.perf_counter() - began >= pool.START_AFTER:
             note(f"{what} train one after another: {exc}. Fix for parallel training: a cache, an NLUDataset, "
-                  "and train/build defined in a module of your project that a new Python process can import")
+                 "and train/build defined in a module of your project that a new Python process can import")
         return made
     if spread.board is not None:
         post_and_run(spread.board, missing, jobs, here)

@@ -15,7 +15,7 @@ __all__ = ["post_and_run", "help_others"]
 
 
 def post_and_run(board: Any, trainings: list[OwnTraining], jobs: list[dict],
-           here: Callable[[OwnTraining], None]) -> None:
+                 here: Callable[[OwnTraining], None]) -> None:
     """Post every training, run each one this worker claims first; leave the others to their helpers."""
     keys = [job["key"] for job in jobs]
     for key, job in zip(keys, jobs):

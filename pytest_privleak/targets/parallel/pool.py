@@ -120,7 +120,8 @@ atexit.register(shutdown)
 
 class _Pool:
     """Children that take jobs from the end of a shared deque, each once it is ready, while the caller runs jobs
-    from the front in this process; a job a child could not run goes back for the caller."""
+    from the front in this process; a job a child could not run is listed in ``failed`` and left to the caller's
+    own ``train_own_model`` call, which trains it here."""
 
     def __init__(self, jobs: "collections.deque", children: list[_Child]) -> None:
         self.jobs, self.children = jobs, children
@@ -169,7 +170,8 @@ START_AFTER = 2.0
 
 
 def run_pool(trainings: list[OwnTraining], jobs: list[dict], processes: int,
-          here: Callable[[OwnTraining], None]) -> None:
+             here: Callable[[OwnTraining], None]) -> None:
+    """Run ``trainings`` (with their ``jobs``) over this process (``here``) and ``processes - 1`` children."""
     LAST.update(here=0, elsewhere=0)
     pending = collections.deque(zip(trainings, jobs))
     if not any(c.alive for c in _children):
