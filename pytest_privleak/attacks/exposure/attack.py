@@ -168,6 +168,19 @@ SecretScorer = Callable[[Any], np.ndarray]
 SHARED_PREFIX_CAPABILITY = "score_with_shared_prefix"
 
 
+def takes_labels(method: Callable[..., Any]) -> bool:
+    """Whether a ``score_with_shared_prefix`` takes the canary's labels (``intent=``, ``tags=``, or ``**kwargs``);
+    the older three-argument form (a language model's, which reads no labels) is called without them."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+    return ("intent" in parameters and "tags" in parameters) or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+
+
 def require_canary_vocabulary(target: Any, pattern: Any) -> None:
     """Refuse a canary whose prefix or V0 tokens the target's vocabulary lacks (it would score ``<unk>``).
 
@@ -320,19 +333,6 @@ def secret_scorer(target: Any, canary: Any) -> SecretScorer:
         return np.asarray(target.score(utts), dtype=np.float64)
 
     return _checked(slow, target, canary)
-
-
-def takes_labels(method: Callable[..., Any]) -> bool:
-    """Whether a ``score_with_shared_prefix`` takes the canary's labels (``intent=``, ``tags=``, or ``**kwargs``);
-    the older three-argument form (a language model's, which reads no labels) is called without them."""
-    import inspect
-
-    try:
-        parameters = inspect.signature(method).parameters
-    except (TypeError, ValueError):
-        return False
-    return ("intent" in parameters and "tags" in parameters) or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
 
 
 def score_secrets(scorer: SecretScorer, secrets, batch_size: int) -> np.ndarray:
