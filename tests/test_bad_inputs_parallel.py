@@ -7,7 +7,7 @@ def test_train_processes_must_be_auto_or_an_integer_of_at_least_one(value):
     from pytest_privleak.plugin.parallel import parse_train_processes
 
     with pytest.raises(ValueError, match=rf"--privleak-train-processes={value!r} is not a number of processes; "
-                                         r"give auto \(the cores this process may use, 1 per xdist worker\), or an "
+                                         r"give auto \(the cores this process may use, an xdist worker its share\), or an "
                                          r"integer >= 1 \(1: an own model's seeds train one after another\)"):
         parse_train_processes(value)
     assert parse_train_processes("auto") is None and parse_train_processes(" 3 ") == 3

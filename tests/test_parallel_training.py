@@ -234,7 +234,8 @@ def test_under_xdist_an_idle_worker_trains_some_seeds_and_the_weights_are_those_
     shutil.copytree(Path(bag.__file__).parent, pytester.path / "own_model_fixture")
     pytester.makepyfile(test_own=XDIST_TEST)
     runs = {}
-    for name, args in (("one", ["--privleak-train-processes=1"]), ("n2", ["-n", "2"])):
+    # one process per worker, as -n 2 has by default on 2 cores (with more cores a worker's pool comes first)
+    for name, args in (("one", ["--privleak-train-processes=1"]), ("n2", ["-n", "2", "--privleak-train-processes=1"])):
         monkeypatch.setenv("SEEDS_LOG", str(pytester.path / f"log-{name}"))
         monkeypatch.setenv("DIGESTS", str(pytester.path / f"digests-{name}"))
         result = pytester.runpytest_subprocess(f"--privleak-cache-dir=cache-{name}", *args)

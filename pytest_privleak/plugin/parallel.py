@@ -9,8 +9,10 @@ job board (:mod:`pytest_privleak.distribute.board`) in a temporary folder
 and hands its path to the workers on its machine: a worker posts the
 trainings it needs, and a worker that has run out of tests helps with them,
 on its own device (``--privleak-devices=cuda:0,cuda:0`` puts two on one GPU),
-until no other worker runs tests. There each worker's processes default to 1
-(the workers are the parallelism); a number given is used as given.
+until no other worker runs tests. There a worker's processes default to its
+share of its host's cores (1 for ``-n 2`` on 2 cores: the board spreads the
+work then; 8 for ``-n 2`` on 16 cores: a pool of 8 trains a CPU model's seeds
+without waiting for an idle worker).
 """
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ def parse_train_processes(value: object, *, option: str = OPTION) -> int | None:
         count = 0
     if count < 1:
         raise ValueError(f"{option}={value!r} is not a number of processes; give auto (the cores this process may "
-                         "use, 1 per xdist worker), or an integer >= 1 (1: an own model's seeds train one after "
+                         "use, an xdist worker its share), or an integer >= 1 (1: an own model's seeds train one after "
                          "another)")
     return count
 
@@ -48,9 +50,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     """pytest, at start-up: register ``--privleak-train-processes`` and its ini default."""
     group = parser.getgroup("privleak", "privacy leakage assertions (pytest-privleak)")
     group.addoption(OPTION, dest="privleak_train_processes", default=None, metavar="N",
-                    help="processes that train an own model's seeds (and references) at once without xdist "
-                         "workers: auto (default: the cores this process may use; 1 per xdist worker, whose idle "
-                         "workers help instead) or N (1: one after another)")
+                    help="processes that train an own model's seeds (and references) at once: auto (default: the "
+                         "cores this process may use; an xdist worker its share of its host's, and idle workers "
+                         "help) or N (1: one after another)")
     parser.addini(INI, f"default for {OPTION} (default auto)", default="")
 
 
@@ -80,8 +82,11 @@ def pytest_configure(config: pytest.Config) -> None:
             board = Board(folder, workerinput.get("workerid", f"pid{os.getpid()}"))
             board.running()
             config.stash[BOARD_KEY] = board
-    if processes is None:
-        processes = 1 if workerinput is not None else parallel.usable_cores()
+    if processes is None:       # auto: this process's cores, a worker its share of its host's
+        from ..distribute.device import HOST_WORKERS_KEY, worker_cpu_threads
+
+        processes = parallel.usable_cores() if workerinput is None else worker_cpu_threads(
+            parallel.usable_cores(), workerinput.get(HOST_WORKERS_KEY))
     config.stash[_PREVIOUS_KEY] = parallel.configure(processes, board)
 
 

@@ -9,12 +9,14 @@ each) and makes sure the target cache holds every one; the caller then calls
 the same arguments wherever it runs (one torch thread, the global RNG seeded
 by its seed), so seed ``s`` gives the same weights as one after another.
 
-* **No xdist workers** (``--privleak-train-processes``, default: the cores
-  this process may use): this process trains the first missing trainings
-  itself while ``processes - 1`` new Python processes
-  (:data:`.pool.CHILD`, warm for the rest of the run) take the last ones, each
-  publishing to the cache; their progress events come back to this process.
-* **xdist workers** (the board, :mod:`pytest_privleak.distribute.board`): the
+* **A pool** (``--privleak-train-processes``, default: the cores this
+  process may use; an xdist worker's share of its host's cores): this
+  process trains the first missing trainings itself while ``processes - 1``
+  new Python processes (:data:`.pool.CHILD`, warm for the rest of the run)
+  take the last ones, each publishing to the cache; their progress events
+  come back to this process.
+* **xdist workers** (the board, :mod:`pytest_privleak.distribute.board`),
+  where a worker has one core or its model trains on a GPU: the
   worker posts the missing trainings as jobs and works through them; a worker
   that has run out of tests claims jobs and runs them (on its own device: the
   GPUs of ``--privleak-devices`` too); the poster loads their results,
@@ -107,9 +109,10 @@ def prefetch(trainings: Sequence[OwnTraining], *, what: str) -> dict[int, Any]:
     def here(training: OwnTraining) -> None:
         made[index[id(training)]] = training.run()
 
+    on_cpu = all(t.device == "cpu" for t in missing)
     try:
         jobs = [to_job(t) for t in missing]
-        if spread.board is None and any(t.device != "cpu" for t in missing):
+        if spread.board is None and not on_cpu:
             raise NotPortable("they train on a GPU, which the processes of one worker do not share")
     except NotPortable as exc:
         began = time.perf_counter()
@@ -118,8 +121,8 @@ def prefetch(trainings: Sequence[OwnTraining], *, what: str) -> dict[int, Any]:
             note(f"{what} train one after another: {exc}. Fix for parallel training: a cache, an NLUDataset, "
                  "and train/build defined in a module of your project that a new Python process can import")
         return made
-    if spread.board is not None:
-        post_and_run(spread.board, missing, jobs, here)
-    else:
+    if spread.processes >= 2 and on_cpu:     # this process's own cores first: no waiting for an idle worker
         pool.run_pool(missing, jobs, min(spread.processes, len(missing)), here)
+    else:
+        post_and_run(spread.board, missing, jobs, here)
     return made
