@@ -55,6 +55,28 @@ class SequenceScorer(Protocol):
 
 
 @runtime_checkable
+class SharedPrefixScorer(SequenceScorer, Protocol):
+    """A sequence scorer that scores many sentences sharing one prefix without re-reading the prefix; optional.
+
+    Exposure scores every secret of a canary's space (``10^6`` sentences for a
+    6-digit number), all starting with the same words. A scorer with this
+    method is handed the space batch by batch as word indices, never as
+    sentences, so it can run the prefix through the model once: a recurrent
+    model's state after the prefix (:func:`pytest_privleak.adapters.recurrent_prefix.prefix_outputs`),
+    a transformer's key/value cache (:mod:`pytest_privleak.adapters.causal_prefix`).
+    """
+
+    def score_with_shared_prefix(self, prefix: Sequence[str], vocabulary: Sequence[str], choices: "np.ndarray", *,
+                                 intent: str | None = None, tags: Sequence[str] | None = None) -> "np.ndarray":
+        """``[B]`` scores: exactly what :meth:`score` gives the sentences ``prefix + [vocabulary[c] for c in row]``
+        (one per row of the int array ``choices [B, n]``), labelled ``intent`` and ``tags`` (one tag per word of
+        the sentence; a language model may ignore both), equal to float resolution.
+
+        A scorer that takes neither keyword is called without them (the older three-argument form).
+        """
+
+
+@runtime_checkable
 class TokenScorer(Protocol):
     """Per-token label probabilities (d-exposure; for a CRF, its marginals)."""
 

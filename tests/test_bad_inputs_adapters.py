@@ -291,3 +291,24 @@ def test_bad_assertion_arguments(argument, value, pattern):
 def test_tpr_gate_with_too_few_non_members():
     with pytest.raises(ValueError, match=r"needs at least 100 non-members, got 10; fix: pass more held-out"):
         assert_membership_auc_at_most(Table(LOSSES), MEMBERS, NON, 0.6, max_tpr_at_fpr=0.05, fpr=0.01)
+
+
+# --- prefix_outputs (a recurrent layer over a canary space, the prefix once: issue 35 item 4) ---------------
+
+
+@pytest.mark.parametrize("rnn, prefix, words, choices, pattern", [
+    (torch.nn.Linear(5, 7), torch.zeros(2, 5), torch.zeros(3, 5), [[0, 1]],
+     r"rnn must be a torch recurrent layer \(nn.GRU, nn.LSTM or nn.RNN\), got Linear"),
+    (torch.nn.GRU(5, 7), torch.zeros(2, 5), torch.zeros(3, 5), [0, 1],
+     r"choices must be \[B, n\] indices into word_inputs, got shape \[2\]; fix: one row of word indices"),
+    (torch.nn.GRU(5, 7), torch.zeros(2, 5), torch.zeros(3, 5), [[0, 3]],
+     r"choices hold indices outside word_inputs \(0 .. 2\)"),
+    (torch.nn.GRU(5, 7), torch.zeros(2, 4), torch.zeros(3, 5), [[0, 1]],
+     r"prefix_inputs \[m, d\] and word_inputs \[\|V\|, d\] must be matrices of one width d, got \[2, 4\] and "
+     r"\[3, 5\]"),
+])
+def test_prefix_outputs_refuses_what_it_cannot_read(rnn, prefix, words, choices, pattern):
+    from pytest_privleak.adapters.recurrent_prefix import prefix_outputs
+
+    with pytest.raises((TypeError, ValueError), match=pattern):
+        prefix_outputs(rnn, prefix, words, torch.tensor(choices))

@@ -76,6 +76,17 @@ class Utterance:
         if not isinstance(self.intent, str) or not self.intent.strip():
             raise ValueError(f"intent must be a non-empty string, got {self.intent!r}")
 
+    @classmethod
+    def checked_parts(cls, tokens: tuple[str, ...], tags: tuple[str, ...], intent: str) -> "Utterance":
+        """An utterance of parts checked already (valid tokens, BIO tags of the same length, an intent), built
+        without checking them again: the exposure attack builds up to millions of candidate sentences from one
+        canary pattern's tokens and tags, and checking each cost it as much as scoring it."""
+        utterance = object.__new__(cls)
+        object.__setattr__(utterance, "tokens", tokens)
+        object.__setattr__(utterance, "tags", tags)
+        object.__setattr__(utterance, "intent", intent)
+        return utterance
+
     @property
     def text(self) -> str:
         """The tokens joined by single spaces."""

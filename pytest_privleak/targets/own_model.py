@@ -212,6 +212,24 @@ def _same_architecture(trained: nn.Module, empty: nn.Module, train: Any, build: 
                          "build(dataset) must construct the same architecture, untrained, for the same dataset")
 
 
+def own_model_key(train: Callable[..., nn.Module], dataset: Any, config: dict[str, Any], *, seed: int,
+                  device: str = "cpu", sources: Sequence[str | Path] = ()) -> str:
+    """The cache key of ``train_own_model(train, dataset, seed=seed, device=device, sources=sources, **config)``
+    (see the module docstring for what it covers)."""
+    from ..cache.targets import content_hash
+
+    try:
+        json.dumps(config)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"the config of {_identity(train)} must be plain JSON values (numbers, strings, lists, "
+                        f"dicts), got {config!r} ({exc}); it is part of the cache key") from exc
+    return content_hash({"kind": KIND, "train": _identity(train),
+                         "sources": source_digest({"train": train}, sources),
+                         "dataset": dataset.content_hash(), "config": config, "seed": seed,
+                         "device_type": torch.device(device).type, "torch": torch.__version__,
+                         "code_version": training.CODE_VERSION})
+
+
 def train_own_model(train: Callable[..., nn.Module], dataset: Any, *, build: Callable[[Any], nn.Module],
                     wrap: Callable[[nn.Module], Any] | None = None, cache=None, device: str = "cpu", seed: int = 0,
                     sources: Sequence[str | Path] = (), name: str | None = None, **config: Any) -> Any:
@@ -228,16 +246,7 @@ def train_own_model(train: Callable[..., nn.Module], dataset: Any, *, build: Cal
 
     _check(train, build, wrap, dataset)
     torch_device = torch.device(device)
-    try:
-        json.dumps(config)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"the config of {_identity(train)} must be plain JSON values (numbers, strings, lists, "
-                        f"dicts), got {config!r} ({exc}); it is part of the cache key") from exc
-    key = content_hash({"kind": KIND, "train": _identity(train),
-                        "sources": source_digest({"train": train}, sources),
-                        "dataset": dataset.content_hash(), "config": config, "seed": seed,
-                        "device_type": torch_device.type, "torch": torch.__version__,
-                        "code_version": training.CODE_VERSION})
+    key = own_model_key(train, dataset, config, seed=seed, device=device, sources=sources)
     takes_device = "device" in inspect.signature(train).parameters
 
     def fresh() -> nn.Module:

@@ -14,7 +14,9 @@ Under xdist, worker ``gwN`` of ``n`` trains the seeds in an order rotated to
 start at seed index ``N * k // n``, so workers whose tests need the same ``k``
 models start at seeds spread evenly over them and load the others from the
 cache (the cache's lease makes a second worker wait for, not repeat, a
-training under way).
+training under way). An own model's seeds, which no batch holds, are first
+spread over processes (:func:`.parallel.prefetch`): this process's cores
+without xdist, the workers that have run out of tests under xdist.
 """
 from __future__ import annotations
 
@@ -188,7 +190,21 @@ def train_own_model_seeds(train: Callable[..., Any], dataset: Any, *, seeds: int
                           **options: Any) -> SeedModels:
     """Your own model (see :func:`.own_model.train_own_model`) trained with ``seeds`` training seeds."""
     from .own_model import train_own_model
+    from .parallel import OwnTraining, prefetch
 
     label = f"{getattr(train, '__module__', '?')}:{getattr(train, '__qualname__', repr(train))}"
-    return train_over_seeds(lambda s: train_own_model(train, dataset, seed=s, **options), seeds, seed=seed,
-                            name=f"train_own_model({label})")
+    k = check_seed_count(seeds)
+    made: dict[int, Any] = {}
+    if k > 1 and isinstance(seed, int) and not isinstance(seed, bool) and "build" in options:
+        known = {name: options[name] for name in ("wrap", "cache", "device", "sources", "name") if name in options}
+        config = {n: v for n, v in options.items() if n not in known and n != "build"}
+        order = [seed + (i + _worker_offset(k)) % k for i in range(k)]
+        trained = prefetch([OwnTraining(train, dataset, options["build"], seed=s, config=config,
+                                        part=f"seed {s - seed + 1} of {k}", **known)
+                            for s in order], what=f"the {k} seeds of train_own_model({label})")
+        made = {order[i]: model for i, model in trained.items()}
+
+    def one(s: int) -> Any:
+        return made.pop(s) if s in made else train_own_model(train, dataset, seed=s, **options)
+
+    return train_over_seeds(one, seeds, seed=seed, name=f"train_own_model({label})")

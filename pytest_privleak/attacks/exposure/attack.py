@@ -160,11 +160,25 @@ def space_digits(numbers, base: int, length: int):
 
 SecretScorer = Callable[[Any], np.ndarray]
 
-#: Optional method of a sequence scorer: ``score_with_shared_prefix(prefix: Sequence[str], vocabulary:
-#: Sequence[str], choices: int array [B, n]) -> float array [B]``, the same scores ``score`` gives the
-#: sentences ``prefix + tuple(vocabulary[c] for c in row)``. A scorer that has it is handed a canary space
-#: batch by batch as indices, so it can run the shared prefix once (a causal LM's key/value cache).
+#: Optional method of a sequence scorer (:class:`~pytest_privleak.protocols.SharedPrefixScorer`):
+#: ``score_with_shared_prefix(prefix, vocabulary, choices [B, n], *, intent, tags) -> float array [B]``, the
+#: scores ``score`` gives the sentences ``prefix + tuple(vocabulary[c] for c in row)`` labelled ``intent`` and
+#: ``tags``. A scorer that has it is handed a canary space batch by batch as indices, so it can run the shared
+#: prefix once (a causal LM's key/value cache, a recurrent model's state after the prefix).
 SHARED_PREFIX_CAPABILITY = "score_with_shared_prefix"
+
+
+def takes_labels(method: Callable[..., Any]) -> bool:
+    """Whether a ``score_with_shared_prefix`` takes the canary's labels (``intent=``, ``tags=``, or ``**kwargs``);
+    the older three-argument form (a language model's, which reads no labels) is called without them."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+    return ("intent" in parameters and "tags" in parameters) or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
 
 
 def require_canary_vocabulary(target: Any, pattern: Any) -> None:
@@ -263,10 +277,13 @@ def secret_scorer(target: Any, canary: Any) -> SecretScorer:
     * a target with ``vocab`` (``targets.vocab.Vocabulary``) and
       ``score_token_ids(ids [B, L], intent, tags) -> Tensor[B]`` gets token-id tensors
       directly (no Python objects per candidate);
-    * a target with ``score_with_shared_prefix(prefix, vocabulary, choices [B, n]) -> array [B]``
-      (the causal-LM adapter and the ``causal-lm`` target; see :data:`SHARED_PREFIX_CAPABILITY`)
-      gets the pattern's prefix and V0 once and each batch's V0 indices, so it can
-      compute the prefix once and only the secrets per batch.
+    * a target with ``score_with_shared_prefix(prefix, vocabulary, choices [B, n], *, intent, tags)
+      -> array [B]`` (:class:`~pytest_privleak.protocols.SharedPrefixScorer`: the causal-LM adapter, the
+      ``causal-lm`` target, an own model such as the sample project's GRU; see
+      :data:`SHARED_PREFIX_CAPABILITY`) gets the pattern's prefix and V0 once and each batch's V0
+      indices, so it can compute the prefix once and only the secrets per batch; ``intent`` and
+      ``tags`` (the canary's labels, which a classifier's training loss reads) are passed when the
+      method takes them.
 
     Any other :class:`~pytest_privleak.protocols.SequenceScorer` is called with utterances.
     Canary tokens outside the target's vocabulary are refused
@@ -296,18 +313,23 @@ def secret_scorer(target: Any, canary: Any) -> SecretScorer:
         return _checked(fast, target, canary)
     if hasattr(target, SHARED_PREFIX_CAPABILITY):
         prefix, words = tuple(pattern.prefix), tuple(pattern.vocabulary)
+        method = getattr(target, SHARED_PREFIX_CAPABILITY)
+        labels = {"intent": pattern.intent, "tags": tuple(pattern.tags)} if takes_labels(method) else {}
 
         def shared(secret_idx) -> np.ndarray:
-            return np.asarray(target.score_with_shared_prefix(prefix, words, np.asarray(secret_idx)),
-                              dtype=np.float64)
+            return np.asarray(method(prefix, words, np.asarray(secret_idx), **labels), dtype=np.float64)
 
         return _checked(shared, target, canary)
     from ...data.types import Utterance
 
+    prefix, words, tags, intent = tuple(pattern.prefix), tuple(pattern.vocabulary), tuple(pattern.tags), pattern.intent
+    # every candidate is made of these tokens and tags: checked once here, not once per candidate
+    Utterance(prefix + words, ("O",) * (len(prefix) + len(words)), intent)
+    Utterance(prefix + words[:1] * pattern.length, tags, intent)
+
     def slow(secret_idx) -> np.ndarray:
         rows = np.asarray(secret_idx).tolist()
-        utts = [Utterance(pattern.prefix + tuple(pattern.vocabulary[i] for i in row), pattern.tags, pattern.intent)
-                for row in rows]
+        utts = [Utterance.checked_parts(prefix + tuple(words[i] for i in row), tags, intent) for row in rows]
         return np.asarray(target.score(utts), dtype=np.float64)
 
     return _checked(slow, target, canary)

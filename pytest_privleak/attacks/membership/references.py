@@ -88,15 +88,29 @@ class TargetRecipe:
                                device=self.device, seed=seed, sources=self.sources, name=label, **dict(self.config))
 
     def fit_many(self, splits: Sequence[Sequence[Utterance]], seeds: Sequence[int], labels: Sequence[str]) -> list:
-        """:meth:`fit` for each ``(split, seed, label)``; a built-in kind that stacks its trainings
+        """:meth:`fit` for each ``(split, seed, label)``. A built-in kind that stacks its trainings
         (``targets.STACKED``) trains the references missing from the cache together, each cached as :meth:`fit`
-        caches it (the same model: a model's weights do not depend on its stack)."""
-        from ...targets import STACKED, train_targets
-
-        if self.kind not in STACKED or type(self).fit is not TargetRecipe.fit:   # a recipe that fits its own way
+        caches it (a model's weights do not depend on its stack); an own model's trainings missing from the cache
+        are first spread over processes (:func:`~pytest_privleak.targets.parallel.prefetch`: this process's cores,
+        or the xdist workers that have run out of tests), each the model :meth:`fit` trains."""
+        if type(self).fit is not TargetRecipe.fit:                          # a recipe that fits its own way
             return [self.fit(split, seed=seed, label=label) for split, seed, label in zip(splits, seeds, labels)]
-        runs = [(self.reference_dataset(split, label), seed) for split, seed, label in zip(splits, seeds, labels)]
-        return train_targets(self.kind, runs, device=self.device, cache=self.cache, **dict(self.config))
+        if self.train is None:
+            from ...targets import STACKED, train_targets
+
+            if self.kind not in STACKED:
+                return [self.fit(split, seed=seed, label=label) for split, seed, label in zip(splits, seeds, labels)]
+            runs = [(self.reference_dataset(split, label), seed) for split, seed, label in zip(splits, seeds, labels)]
+            return train_targets(self.kind, runs, device=self.device, cache=self.cache, **dict(self.config))
+        from ...targets.parallel import OwnTraining, prefetch
+
+        made = prefetch([OwnTraining(self.train, self.reference_dataset(split, label), self.build, self.wrap,
+                                     self.cache, self.device, seed, tuple(self.sources), label, dict(self.config),
+                                     part=f"reference {i + 1} of {len(splits)}")
+                         for i, (split, seed, label) in enumerate(zip(splits, seeds, labels))],
+                        what=f"the {len(splits)} reference models of {getattr(self.train, '__qualname__', 'train')}")
+        return [made[i] if i in made else self.fit(split, seed=seed, label=label)
+                for i, (split, seed, label) in enumerate(zip(splits, seeds, labels))]
 
     def reference_dataset(self, train_split: Sequence[Utterance], label: str) -> Any:
         """The target's dataset with ``train_split`` as its train split (see the class docstring)."""
