@@ -17,7 +17,7 @@ from typing import Any
 from ..results import _fmt
 from .charts.dp_comparison import dp_section_html
 from .model import (EXPECTED_INCONCLUSIVE, INCONCLUSIVE, failures_first, figure, is_expected_leak,
-                    shown_verdict, worker_name)
+                    redaction_banner, shown_verdict, worker_name)
 from .charts.roc import roc_charts_html
 from .charts.seeds import seed_charts_html
 from .charts.svg import Bar, bar_chart, sig3
@@ -31,6 +31,7 @@ table.summary td:nth-child(2),table.summary td:nth-child(4){overflow-wrap:anywhe
 .banner.leak{background:#ffebe9;border:1px solid #cf222e;color:#82071e}
 .banner.ok{background:#dafbe1;border:1px solid #1a7f37;color:#044f1e}
 .banner.warn{background:#fff8c5;border:1px solid #9a6700;color:#4d2d00}
+.banner.note{background:#ddf4ff;border:1px solid #0969da;color:#0a3069;font-weight:400}
 table{border-collapse:collapse;width:100%} th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;
 vertical-align:top} th{background:#f6f8fa} td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;color:#fff;font-weight:600;font-size:12px}
@@ -265,6 +266,8 @@ def _banner(report: dict[str, Any]) -> str:
     if s.get("inconclusive"):
         parts.append(f'<div class="banner leak">{s["inconclusive"]} result(s) INCONCLUSIVE: cut short by their '
                      "budget before covering what the default covers; not a pass.</div>")
+    if s.get("redacted"):
+        parts.append(f'<div class="banner note">{_e(redaction_banner(s["redacted"]))}</div>')
     if base is not None:
         if base.get("passed"):
             parts.append(f'<div class="banner ok">Baseline gate passed against {_e(base["path"])} '

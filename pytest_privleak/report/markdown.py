@@ -20,7 +20,7 @@ from typing import Any
 from .charts.dp_comparison import dp_rows
 from .gate import gate_lines
 from .html import _interval, _limit, _num
-from .model import EXPECTED_INCONCLUSIVE, EXPECTED_LEAK, failures_first, shown_verdict
+from .model import EXPECTED_INCONCLUSIVE, EXPECTED_LEAK, failures_first, redaction_banner, shown_verdict
 
 ICONS = {"FAIL": "\u274c FAIL", "pass": "\u2705 pass", "measured": "\u2139\ufe0f measured"}
 _BACKTICKS = re.compile(r"`+")
@@ -62,6 +62,8 @@ def render_markdown(report: dict[str, Any], report_path: str | None = None) -> s
     if s.get("inconclusive"):
         verdict += f"; **{s['inconclusive']} inconclusive** (cut short by their budget: not a pass)"
     lines = [f"## pytest-privleak: {verdict}", ""]
+    if s.get("redacted"):
+        lines += [code(redaction_banner(s["redacted"])), ""]
     lines += ["| verdict | test | metric | canary / target | value | interval | limit | chance |",
               "|---|---|---|---|---:|---:|---:|---:|"]
     rows = []
