@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ...data.types import Utterance
+from ...progress import events as progress
 from .records import training_form
 
 
@@ -261,8 +262,9 @@ def train_references(recipe: TargetRecipe, candidates: Sequence[Utterance], popu
         for j in range(len(models), len(models) + size):
             split = tuple(u for u, inside in zip(pool, masks[j]) if inside)
             began = time.perf_counter()
-            models.append(recipe.fit(split, seed=seed * 1000 + j + 1,
-                                     label=f"reference {j + 1}/{k} ({'online' if online else 'offline'})"))
+            with progress.part(f"reference {j + 1} of {k}"):   # each training line says which reference
+                models.append(recipe.fit(split, seed=seed * 1000 + j + 1,
+                                         label=f"reference {j + 1}/{k} ({'online' if online else 'offline'})"))
             slowest = max(slowest, time.perf_counter() - began)
     trained = len(models)
     note = "" if budget is None else _budget_note(trained, k, online, budget, time.perf_counter() - start, slowest)
