@@ -36,7 +36,7 @@ def test_a_chart_has_round_ticks_the_worse_direction_and_exact_values_on_hover()
                                                    {"threshold": 6.0, "ceiling": 13.2877}, tooltip="t.py::test_a")],
                     worse="higher")
     ticks = re.findall(r'class="tick">([^<]*)<', svg)
-    assert ticks == ["0", "5", "10", "15", "20"]
+    assert ticks == ["0", "5", "10", "13.3"]   # round ticks up to the ceiling, where the axis ends (issue 34)
     assert "exposure.exposure_bits (higher is worse \u2192)" in svg
     assert ">13.3</text>" in svg and "<title>13.287712379549449</title>" in svg
     assert "<title>pin said 10 times (t.py::test_a)</title>" in svg
