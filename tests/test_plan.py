@@ -158,6 +158,10 @@ def test_the_suite_eta_scales_the_last_training_time_by_this_runs_and_keeps_the_
             "c": {"seconds": 50.0, "trained": 0.0}}
     suite = SuiteClock(["a", "b", "c", "d"], last, workers=2, clock=clock)
     assert suite.eta() is None                     # d never seen and nothing done yet: no ETA to give
+    first = SuiteClock(["x", "y"], {}, clock=clock)
+    first.test_done("x", 1.0)                     # a first run: nothing timed, no promise from one cheap test
+    assert first.eta() is None and first.text().endswith("no ETA: the tests left were never timed (the next "
+                                                         "run gives one)")
     clock.now = 10.0
     suite.test_done("a", 10.0, trained=0.0)        # warm: a's model came from the cache this time
     # b: 10 + 90 * 0, c: 50 (an attack: not cached by the models), d: the mean of this run's tests (10)

@@ -191,7 +191,8 @@ class SuiteClock:
     training share is what a warm cache saves, so it is scaled by this run's training pace: the seconds the
     finished tests spent training now over what they spent the last time (1 before any, 0 when nothing
     needed training again); the rest, attacks and loading, is taken as it was. A test not seen before
-    counts as the mean of this run's finished tests. The sum is split over the workers.
+    counts as the mean of this run's finished tests; with no remaining test ever timed there is no ETA. The
+    sum is split over the workers.
     """
 
     def __init__(self, nodeids: Iterable[str], expected: dict[str, dict[str, float]], *, workers: int = 1,
@@ -217,9 +218,12 @@ class SuiteClock:
         return sum(self.trained[n] for n in known) / before if before > 0 else 1.0
 
     def eta(self) -> float | None:
-        """Seconds left, or None before anything can be said (no test done and no durations seen)."""
+        """Seconds left, or None when no remaining test was ever timed (a first run: the mean of its cheap
+        first tests would promise minutes for what takes an hour, so it promises nothing)."""
         if not self.pending:
             return 0.0
+        if not any(n in self.expected for n in self.pending):
+            return None
         pace = self.training_pace()
         mean = sum(self.finished.values()) / len(self.finished) if self.finished else None
         left = 0.0
@@ -239,4 +243,5 @@ class SuiteClock:
         eta = self.eta()
         so_far = describe_seconds(self.clock() - self.start)
         return (f"suite: {len(self.finished)} of {self.total} test(s) done, {so_far} so far"
-                + (f", ETA {describe_seconds(eta)}" if eta is not None else ""))
+                + (f", ETA {describe_seconds(eta)}" if eta is not None else
+                   ", no ETA: the tests left were never timed (the next run gives one)"))
