@@ -196,6 +196,7 @@ class WorkerProgress:
         progress.set_current_test(nodeid)
 
     def pytest_runtest_logfinish(self, nodeid: str, location) -> None:
+        """pytest, after each test on a worker: later events belong to no test."""
         progress.set_current_test(None)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
