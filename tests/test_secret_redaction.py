@@ -120,20 +120,18 @@ def test_extraction_guesses_of_a_team_secret_are_redacted_and_a_right_one_shows_
 
 
 def test_cea_truth_and_reconstructions_of_a_team_secret_are_redacted(redacting):
-    torch = pytest.importorskip("torch")
-    from pytest_privleak.canaries import inject_canaries
-    from pytest_privleak.data.synthetic import generate_snips_like
-    from pytest_privleak.targets import train_target
+    from helpers_models import QuadraticModel
+    from pytest_privleak.canaries import DIGITS
 
     secret = canary("pin", secret="7 3 1 9")
-    data = inject_canaries(generate_snips_like(n_train=40, n_valid=10, n_test=10, seed=0), secret, repeats=4)
-    torch.manual_seed(0)
-    model = train_target("joint-bilstm-crf", data, cache=None, seed=0, epochs=1, batch_size=16, embedding_dim=8,
-                         hidden_dim=8, char_dim=4, char_filters=6, progress=False)
-    result = measure_cea(model, secret, method="exhaustive")
+    leaky = QuadraticModel(("my", "pin", "code", "is") + DIGITS, {"PinIntent": ["my", "pin", "code", "is", "7", "3",
+                                                                                "1", "9"]})
+    result = measure_cea(leaky, secret, method="exhaustive")
+    assert result.value == 1.0                                  # the exhaustive attack recovers the pin
     text = json.dumps([result.label, result.evidence, result.explain()])
     assert "7 3 1 9" not in text and "7319" not in text
-    assert HIDDEN.search(result.evidence["true"]) and all(HIDDEN.fullmatch(g) for g in result.evidence["reconstructed"])
+    true = HIDDEN.search(result.evidence["true"]).group(0)
+    assert result.evidence["reconstructed"] == [true]           # a right guess shows the secret's own hash
 
 
 # --- through pytest: the message, the terminal table, the report and the baseline ---------------------------
