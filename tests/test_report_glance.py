@@ -31,14 +31,15 @@ def _report() -> dict:
     return build_report(tests, [], seed=0, xdist=False)
 
 
-def test_each_failing_row_of_the_summary_carries_its_remedy_and_a_passing_or_expected_one_does_not():
+def test_each_failing_row_of_the_summary_carries_its_remedy_and_a_passing_one_does_not():
     page = render_html(_report())
     summary = page.split('<table class="summary">')[1].split("</table>")[0]
-    assert summary.count('<tr class="remedy">') == 1
-    row = re.search(r'<tr class="row-FAIL">.*?</tr><tr class="remedy">(.*?)</tr>', summary).group(1)
-    assert f"<b>Remedy:</b> {REMEDY}" in row and "dropout" not in summary
+    assert summary.count('<tr class="remedy ') == 2                 # the leak and the expected leak
+    row = re.search(r'<tr class="row-FAIL">.*?</tr><tr class="remedy remedy-FAIL">(.*?)</tr>', summary).group(1)
+    assert f"<b>Remedy:</b> {REMEDY}" in row and "dropout" not in summary     # the passing CEA row has none
+    assert re.search(r'<tr class="row-xfail">.*?</tr><tr class="remedy remedy-xfail">', summary)
     md = render_markdown(_report())
-    assert "**What to do:**" in md and f"`{REMEDY}`" in md and md.count("`dropout`") == 0
+    assert "**What to do:**" in md and md.count(f"`{REMEDY}`") == 2 and md.count("`dropout`") == 0
 
 
 def test_a_test_id_breaks_after_its_parts_never_inside_a_word():

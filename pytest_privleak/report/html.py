@@ -27,7 +27,8 @@ CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#24292f;margin:24px;max-width:1200px}
 h1{font-size:22px;margin:0 0 8px} h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #d0d7de}
 table.summary td:nth-child(2),table.summary td:nth-child(4){overflow-wrap:break-word;max-width:24em}
-tr.remedy td{border-top:none;background:#fff5f5;color:#82071e;font-size:13px} tr.row-FAIL td{border-bottom:none}
+tr.remedy td{border-top:none;font-size:13px} tr.remedy-FAIL td{background:#fff5f5;color:#82071e}
+tr.remedy-xfail td{color:#4d2d00} tr.row-FAIL td,tr.row-xfail td{border-bottom:none}
 .banner{padding:10px 14px;border-radius:6px;font-weight:600;margin:12px 0}
 .banner.leak{background:#ffebe9;border:1px solid #cf222e;color:#82071e}
 .banner.ok{background:#dafbe1;border:1px solid #1a7f37;color:#044f1e}
@@ -122,6 +123,9 @@ def _delta(key: str, changes: dict, new: set) -> str:
     return f'<span class="badge {badge}">{_e(kind)}</span> {_e(text)}'
 
 
+FAIL = "FAIL"
+
+
 def _rows(report: dict[str, Any]) -> list[tuple[dict, dict | None]]:
     rows = [(t, r) for t in report["tests"] for r in t["results"]]
     rows += [(t, None) for t in report["tests"] if not t["results"]]
@@ -157,8 +161,9 @@ def _summary_table(report: dict[str, Any]) -> str:
             f'<td class="num">{_e(_num(r["value"]))}{_beside(r)}</td><td class="num">{_e(_interval(r))}</td>'
             f'<td class="num">{_e(_limit(r))}</td><td class="num">{_e(_num(r.get("chance")))}</td>'
             f'<td class="num">{_e(_num(r.get("ceiling")))}</td><td>{_delta(r["key"], changes, new)}</td></tr>')
-        if verdict == "FAIL" and r.get("remedy"):   # what to do, where the failure is read (issue 34 item 3)
-            body.append(f'<tr class="remedy"><td></td><td colspan="9"><b>Remedy:</b> {_e(r["remedy"])}</td></tr>')
+        if verdict in (FAIL, EXPECTED_LEAK) and r.get("remedy"):   # what to do, where a leak is read (issue 34)
+            body.append(f'<tr class="remedy remedy-{css}"><td></td><td colspan="9"><b>Remedy:</b> '
+                        f'{_e(r["remedy"])}</td></tr>')
     return f'<table class="summary">{head}{"".join(body)}</table>'
 
 

@@ -79,7 +79,7 @@ def render_markdown(report: dict[str, Any], report_path: str | None = None) -> s
                          f"| {_cell(test['outcome'])} | {_cell(test['nodeid'])} | | no result recorded | | | | |"))
     lines += [row for _, row in sorted(rows, key=lambda row: row[0])]   # failures first (stable within a rank)
     remedies = [(test, r) for test in report["tests"] for r in test["results"]
-                if shown_verdict(test["outcome"], r) == "FAIL" and r.get("remedy")]
+                if shown_verdict(test["outcome"], r) in ("FAIL", EXPECTED_LEAK) and r.get("remedy")]
     if remedies:   # what to do about each leak, right under the table (issue 34 item 3)
         lines += ["", "**What to do:**", ""]
         lines += [f"- {code(test['nodeid'])} {code(r.get('label') or r['name'])}: {code(r['remedy'])}"
