@@ -108,10 +108,13 @@ def test_the_display_shows_secrets_scored_of_the_space_then_a_final_line():
 
 
 def test_models_are_counted_as_targets_times_seeds_references_and_audit_trainings():
-    models = {f"m{i}": {"part": f"seed {i % 7 + 1} of 7"} for i in range(14)}
-    models.update({f"r{j}": {"part": f"reference {j + 1} of 4, seed 1 of 1"} for j in range(4)})
-    models.update({"one": {"part": None}, "a1": {"part": "training 1 of 2"}, "a2": {"part": "training 2 of 2"}})
-    assert describe_models(models) == ("2 target(s) x 7 seeds = 14 model(s), 1 single-seed model(s), "
+    models = {f"joint {i:08x}": {"part": f"seed {i % 7 + 1} of 7"} for i in range(14)}
+    models.update({f"reference {j + 1}/4 {j:08x}": {"part": f"seed 1 of 7, reference {j + 1} of 4"}
+                   for j in range(4)})
+    models.update({"one 0000000a": {"part": None}, "tiny-bert 0000000b": {"part": "seed 1 of 7"},
+                   "a1": {"part": "training 1 of 2"}, "a2": {"part": "training 2 of 2"}})
+    # the tiny-bert base trained once inside a seed's training is no target of its own
+    assert describe_models(models) == ("2 target(s) x 7 seeds = 14 model(s), 2 other model(s), "
                                        "4 reference model(s), 2 audit training(s)")
 
 
@@ -137,6 +140,8 @@ def test_the_plan_says_what_the_last_run_trained_and_an_estimate_cold_and_warm()
     assert "about 40 s with every model trained" in plan_line(["t.py::test_a", "t.py::test_b"], 2, 2, history)
     scaled = plan_line(["t.py::test_a", "t.py::test_b"], 4, 1, history)  # 4 seeds now: twice the trainings
     assert "about 2 min 30 s with every model trained" in scaled and "scaled from 2 to 4 seeds" in scaled
+    now = plan_line(["t.py::test_a", "t.py::test_b"], 2, 1, history, cached={"joint 0"})   # joint 1 must train
+    assert "1 of 2 model(s) in the cache now, so about 50 s (about 80 s with every model trained" in now
     assert "no durations seen yet" in plan_line(["x.py::test"], 7, 1, history)
     assert "pytest's cache is off" in plan_line(["x.py::test"], 7, 1, None)
 
@@ -152,26 +157,39 @@ def test_a_model_only_loaded_keeps_the_training_time_an_earlier_run_measured_and
     assert History.from_json("garbage").tests == {}
 
 
-def test_the_suite_eta_scales_the_last_training_time_by_this_runs_and_keeps_the_rest():
+def test_the_suite_eta_counts_the_training_the_cache_lacks_and_this_runs_pace_on_the_rest():
     clock = Clock()
-    last = {"a": {"seconds": 100.0, "trained": 90.0}, "b": {"seconds": 100.0, "trained": 90.0},
-            "c": {"seconds": 50.0, "trained": 0.0}}
-    suite = SuiteClock(["a", "b", "c", "d"], last, workers=2, clock=clock)
-    assert suite.eta() is None                     # d never seen and nothing done yet: no ETA to give
-    first = SuiteClock(["x", "y"], {}, clock=clock)
-    first.test_done("x", 1.0)                     # a first run: nothing timed, no promise from one cheap test
+    history = History(tests={"a": {"seconds": 100.0, "trained": 90.0}, "b": {"seconds": 100.0, "trained": 90.0},
+                             "c": {"seconds": 50.0, "trained": 0.0}},
+                      models={"m1 00000001": {"seconds": 90.0, "part": None, "tests": ["a"]},
+                              "m2 00000002": {"seconds": 60.0, "part": None, "tests": ["b"]},
+                              "m3 00000003": {"seconds": 30.0, "part": None, "tests": ["b"]}})
+    suite = SuiteClock(["a", "b", "c", "d"], history, workers=2, cached={"m1 00000001", "m2 00000002"}, clock=clock)
+    assert suite.expected["b"] == (10.0, 30.0)        # b's training: 90 s, a third of it (m3) not cached
+    assert suite.eta() == pytest.approx((10 + 0 + 10 + 30 + 50) / 2)   # d never timed: counted as nothing yet
+    clock.now = 5.0
+    suite.test_done("a", 5.0, trained=0.0)            # its model loaded; the rest took half as long as before
+    # b: 10 * 0.5 + 30, c: 50 * 0.5, d: the mean of this run's tests (5 s): over 2 workers
+    assert suite.eta() == pytest.approx((35 + 25 + 5) / 2)
+    assert suite.text() == "suite: 1 of 4 test(s) done, 5.0 s so far, ETA 32 s"
+    first = SuiteClock(["x", "y"], None, clock=clock)
+    first.test_done("x", 1.0)                         # a first run: nothing timed, no promise from one cheap test
     assert first.eta() is None and first.text().endswith("no ETA: the tests left were never timed (the next "
                                                          "run gives one)")
-    clock.now = 10.0
-    suite.test_done("a", 10.0, trained=0.0)        # warm: a's model came from the cache this time
-    # b: 10 + 90 * 0, c: 50 (an attack: not cached by the models), d: the mean of this run's tests (10)
-    assert suite.eta() == pytest.approx((10 + 50 + 10) / 2)
-    assert suite.text() == "suite: 1 of 4 test(s) done, 10 s so far, ETA 35 s"
-    suite.test_done("b", 60.0, trained=45.0)       # half of the training again: pace 45 / 180
-    assert suite.eta() == pytest.approx((50 + 35) / 2)
-    for nodeid in "cd":
+    for nodeid in "bcd":
         suite.test_done(nodeid, 1.0)
     assert suite.eta() == 0.0
+
+
+def test_the_cache_check_finds_a_models_entry_by_the_hash_its_label_ends_with(tmp_path):
+    from pytest_privleak.progress.plan import in_cache, model_key
+
+    (tmp_path / ("3fa9c2e1" + "0" * 56)).mkdir()
+    (tmp_path / ("81ab02cd" + "0" * 56 + ".lock")).touch()     # a lock file is no entry
+    models = {"joint-bilstm-crf 3fa9c2e1": {}, "lstm-lm 81ab02cd": {}, "reference 1/4 (offline)": {}}
+    assert in_cache(models, tmp_path) == {"joint-bilstm-crf 3fa9c2e1"}
+    assert in_cache(models, "s3://bucket/cache") is None and in_cache(models, tmp_path / "none") is None
+    assert model_key("reference 1/4 (offline)") is None
 
 
 def test_the_display_writes_the_suite_line_now_and_then_and_heads_the_live_status_with_it():
@@ -246,5 +264,6 @@ def test_a_run_says_its_plan_each_seed_and_the_progress_of_a_long_exposure(pytes
     warm.assert_outcomes(passed=1)
     plan = re.search(r"\[privleak\] plan: 1 test\(s\).*", warm.stdout.str()).group(0)
     assert "as the last run saw them: 1 target(s) x 2 seeds = 2 model(s)" in plan, plan
-    assert re.search(r"about [\d.]+ s with every model trained, about [\d.]+ s with the models cached", plan), plan
+    assert re.search(r"2 of 2 model\(s\) in the cache now, so about [\d.]+ s \(about [\d.]+ s with every model "
+                     r"trained", plan), plan
     assert len(re.findall(r"\(seed \d of 2\): loaded from cache", warm.stdout.str())) == 2

@@ -240,21 +240,30 @@ class ControllerProgress:
         cache = getattr(self.config, "cache", None)
         return None if cache is None else History.from_json(cache.get(HISTORY_KEY, None))
 
+    def _cache_folder(self):
+        """The target cache's folder (None for a URL cache: the plan does not look into it)."""
+        from . import SETTINGS_KEY
+
+        settings = self.config.stash.get(SETTINGS_KEY, None)
+        folder = getattr(settings, "cache_dir", None)
+        return folder if folder is not None and not isinstance(folder, str) else None
+
     def _workers(self) -> int:
         count = getattr(self.config.option, "numprocesses", None) if self.config is not None else None
         return count if isinstance(count, int) and count > 0 else 1
 
     def start_plan(self, nodeids: list[str]) -> None:
         """Say the plan of the collected tests, then keep the suite's ETA."""
-        from ..progress.plan import SuiteClock, plan_line
+        from ..progress.plan import SuiteClock, in_cache, models_of, plan_line
         from .seeds import SEEDS_KEY
 
         if self.suite is not None or self.config is None or not nodeids:
             return
         history = self._history()
         seeds = self.config.stash.get(SEEDS_KEY, 1)
-        self.display.note(plan_line(nodeids, seeds, self._workers(), history))
-        self.suite = SuiteClock(nodeids, dict(history.tests) if history else {}, workers=self._workers())
+        cached = None if history is None else in_cache(models_of(history, nodeids), self._cache_folder())
+        self.display.note(plan_line(nodeids, seeds, self._workers(), history, cached))
+        self.suite = SuiteClock(nodeids, history, workers=self._workers(), cached=cached)
 
     @pytest.hookimpl(trylast=True)   # after the reporter's "collected N items"
     def pytest_collection_finish(self, session: pytest.Session) -> None:

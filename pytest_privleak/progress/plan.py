@@ -39,6 +39,7 @@ HISTORY_KEY = "privleak/plan"
 _SEED = re.compile(r"\bseed (\d+) of (\d+)")
 _REFERENCE = re.compile(r"\breference (\d+) of (\d+)")
 _TRAINING = re.compile(r"\btraining (\d+) of (\d+)")
+_HASH = re.compile(r"[0-9a-f]{8}")
 
 
 @dataclass
@@ -113,27 +114,34 @@ class Recorder:
 
 
 def describe_models(models: dict[str, dict[str, Any]]) -> str:
-    """``9 target(s) x 7 seeds = 63 models, 4 reference models, 100 audit trainings`` from the models' parts."""
-    seeded: dict[int, int] = {}
-    single = references = audit = 0
-    for entry in models.values():
+    """``6 target(s) x 7 seeds = 42 model(s), 1 other model(s), 4 reference model(s), 100 audit training(s)``.
+
+    Models are grouped by what trained them (the label without its hash) and the seed count of their part;
+    a group of ``k x n`` models is ``k`` targets, the rest of a group (a base model trained once inside a
+    seed's training) other models.
+    """
+    groups: dict[tuple[str, int], int] = {}
+    other = references = audit = 0
+    for label, entry in models.items():
         part = entry.get("part") or ""
+        found = _SEED.search(part)
         if _REFERENCE.search(part):
             references += 1
         elif _TRAINING.search(part):
             audit += 1
-        elif _SEED.search(part):
-            n = int(_SEED.search(part).group(2))
-            seeded[n] = seeded.get(n, 0) + 1
+        elif found:
+            key = (label.rsplit(" ", 1)[0], int(found.group(2)))
+            groups[key] = groups.get(key, 0) + 1
         else:
-            single += 1
-    parts = []
-    for n, count in sorted(seeded.items()):
-        targets = math.ceil(count / n)
-        parts.append(f"{targets} target(s) x {n} seeds = {count} model(s)" if count == targets * n
-                     else f"{count} model(s) of targets trained with {n} seeds")
-    if single:
-        parts.append(f"{single} single-seed model(s)")
+            other += 1
+    seeded: dict[int, int] = {}
+    for (_, n), count in groups.items():
+        seeded[n] = seeded.get(n, 0) + count // n
+        other += count % n
+    parts = [f"{targets} target(s) x {n} seeds = {targets * n} model(s)" for n, targets in sorted(seeded.items())
+             if targets]
+    if other:
+        parts.append(f"{other} other model(s)")
     if references:
         parts.append(f"{references} reference model(s)")
     if audit:
@@ -141,8 +149,34 @@ def describe_models(models: dict[str, dict[str, Any]]) -> str:
     return ", ".join(parts) or "no trained model"
 
 
-def plan_line(nodeids: Iterable[str], seeds: int, workers: int, history: History | None) -> str:
-    """The plan of a run of ``nodeids``: what the last run saw them train and how long that took."""
+def model_key(label: str) -> str | None:
+    """The content-hash prefix a model's label ends with (``"joint-bilstm-crf 3fa9c2e1"``), or None."""
+    last = label.rsplit(" ", 1)[-1]
+    return last if _HASH.fullmatch(last) else None
+
+
+def in_cache(models: dict[str, dict[str, Any]], root: Any) -> set[str] | None:
+    """The labels of ``models`` whose entry is in the target cache folder ``root`` now (an entry is a folder
+    named by the content hash its label starts); None when ``root`` is not a readable folder (a URL cache)."""
+    import os
+
+    try:
+        names = [entry.name for entry in os.scandir(root) if entry.is_dir()]
+    except (OSError, TypeError):
+        return None
+    prefixes = {name[:8] for name in names}
+    return {label for label in models if model_key(label) in prefixes}
+
+
+def models_of(history: History, nodeids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    wanted = set(nodeids)
+    return {label: m for label, m in history.models.items() if wanted & set(m.get("tests", []))}
+
+
+def plan_line(nodeids: Iterable[str], seeds: int, workers: int, history: History | None,
+              cached: set[str] | None = None) -> str:
+    """The plan of a run of ``nodeids``: what the last run saw them train, how long that took, and, when the
+    target cache could be looked at (``cached``: the labels of the models in it), what this run should take."""
     nodeids = list(dict.fromkeys(nodeids))
     head = f"[privleak] plan: {len(nodeids)} test(s), each target trained with {seeds} seed(s) (--privleak-seeds)"
     if history is None:
@@ -151,11 +185,10 @@ def plan_line(nodeids: Iterable[str], seeds: int, workers: int, history: History
     if not seen:
         return head + "; no durations seen yet for these tests: this run measures them and the next one " \
                       "prints an estimate"
-    wanted = set(nodeids)
-    models = {label: m for label, m in history.models.items() if wanted & set(m.get("tests", []))}
-    warm = sum(max(history.tests[n]["seconds"] - history.tests[n]["trained"], 0.0) for n in seen)
-    known = [_scaled(m, seeds) for m in models.values() if m.get("seconds") is not None]
-    cold = warm + sum(known)
+    models = models_of(history, nodeids)
+    attacks = sum(max(history.tests[n]["seconds"] - history.tests[n]["trained"], 0.0) for n in seen)
+    known = {label: _scaled(m, seeds) for label, m in models.items() if m.get("seconds") is not None}
+    cold = attacks + sum(known.values())
     unknown = len(models) - len(known)
     split = f" over {workers} workers" if workers > 1 else ""
     new = len(nodeids) - len(seen)
@@ -168,10 +201,15 @@ def plan_line(nodeids: Iterable[str], seeds: int, workers: int, history: History
                    if _SEED.search(m.get("part") or "") and not _REFERENCE.search(m.get("part") or "")} - {seeds})
     if then:
         notes.append(f"training time scaled from {'/'.join(map(str, then))} to {seeds} seeds")
+    estimate = (f"about {describe_seconds(cold / workers)} with every model trained, about "
+                f"{describe_seconds(attacks / workers)} with the models cached{split}")
+    if cached is not None and models:
+        now = attacks + sum(s for label, s in known.items() if label not in cached)
+        estimate = (f"{len(cached & set(models))} of {len(models)} model(s) in the cache now, so about "
+                    f"{describe_seconds(now / workers)}{split} (about {describe_seconds(cold / workers)} with every "
+                    "model trained; attack results the cache holds make it shorter)")
     return (head + f"; as the last run saw them: {describe_models(models)}; estimate from the durations seen: "
-            f"about {describe_seconds(cold / workers)} with every model trained, about "
-            f"{describe_seconds(warm / workers)} with the models cached{split}"
-            + (f" ({'; '.join(notes)})" if notes else ""))
+            + estimate + (f" ({'; '.join(notes)})" if notes else ""))
 
 
 def _scaled(model: dict[str, Any], seeds: int) -> float:
@@ -187,19 +225,35 @@ def _scaled(model: dict[str, Any], seeds: int) -> float:
 class SuiteClock:
     """ETA of the whole suite from what each remaining test cost the last time, training apart.
 
-    ``expected``: per test the last run's ``{"seconds", "trained"}`` (:attr:`History.tests`). A test's
-    training share is what a warm cache saves, so it is scaled by this run's training pace: the seconds the
-    finished tests spent training now over what they spent the last time (1 before any, 0 when nothing
-    needed training again); the rest, attacks and loading, is taken as it was. A test not seen before
-    counts as the mean of this run's finished tests; with no remaining test ever timed there is no ETA. The
-    sum is split over the workers.
+    Per remaining test (its last ``{"seconds", "trained"}`` in the history): its training, scaled by the
+    share of its models' training time that is not in the cache now (``cached``: the labels in it; None:
+    unknown, all of it), plus the rest (attacks, loading), scaled by this run's pace on that rest so far
+    (the finished tests' seconds outside training now over the last run's; 1 before any: attack results
+    the cache holds make a warm run faster than its models alone say). A test not seen before counts as
+    the mean of this run's finished tests; with no remaining test ever timed there is no ETA. The sum is
+    split over the workers.
     """
 
-    def __init__(self, nodeids: Iterable[str], expected: dict[str, dict[str, float]], *, workers: int = 1,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, nodeids: Iterable[str], history: History | None = None, *, workers: int = 1,
+                 cached: set[str] | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.pending = list(dict.fromkeys(nodeids))
         self.total = len(self.pending)
-        self.expected, self.workers, self.clock = expected, max(int(workers), 1), clock
+        self.workers, self.clock = max(int(workers), 1), clock
+        history = history or History()
+        self.expected: dict[str, tuple[float, float]] = {}   # nodeid -> (seconds outside training, training now)
+        for nodeid in self.pending:
+            last = history.tests.get(nodeid)
+            if last is None:
+                continue
+            trained = min(last["trained"], last["seconds"])
+            mine = {label: m["seconds"] for label, m in history.models.items()
+                    if nodeid in m.get("tests", []) and m.get("seconds")}
+            total = sum(mine.values())
+            if cached is None or total <= 0:
+                share = 1.0      # unknown: as much training as the last time
+            else:
+                share = sum(s for label, s in mine.items() if label not in cached) / total
+            self.expected[nodeid] = (last["seconds"] - trained, trained * share)
         self.start = clock()
         self.finished: dict[str, float] = {}
         self.trained: dict[str, float] = {}
@@ -212,10 +266,12 @@ class SuiteClock:
         if nodeid in self.pending:
             self.pending.remove(nodeid)
 
-    def training_pace(self) -> float:
-        known = [n for n in self.finished if n in self.expected]
-        before = sum(self.expected[n]["trained"] for n in known)
-        return sum(self.trained[n] for n in known) / before if before > 0 else 1.0
+    def pace(self) -> float:
+        """This run's seconds outside training over the last run's, on the finished tests (1 before any)."""
+        known = [n for n in self.finished if n in self.expected and self.expected[n][0] > 0]
+        before = sum(self.expected[n][0] for n in known)
+        now = sum(max(self.finished[n] - self.trained[n], 0.0) for n in known)
+        return now / before if before > 0 else 1.0
 
     def eta(self) -> float | None:
         """Seconds left, or None when no remaining test was ever timed (a first run: the mean of its cheap
@@ -224,18 +280,15 @@ class SuiteClock:
             return 0.0
         if not any(n in self.expected for n in self.pending):
             return None
-        pace = self.training_pace()
-        mean = sum(self.finished.values()) / len(self.finished) if self.finished else None
+        pace = self.pace()
+        mean = sum(self.finished.values()) / len(self.finished) if self.finished else 0.0
         left = 0.0
         for nodeid in self.pending:
-            last = self.expected.get(nodeid)
-            if last is not None:
-                trained = min(last["trained"], last["seconds"])
-                left += last["seconds"] - trained + trained * pace
-            elif mean is not None:
-                left += mean
+            if nodeid in self.expected:
+                rest, training = self.expected[nodeid]
+                left += rest * pace + training
             else:
-                return None
+                left += mean
         return left / self.workers
 
     def text(self) -> str:
