@@ -44,7 +44,8 @@ def test_each_failing_row_of_the_summary_carries_its_remedy_and_a_passing_one_do
 
 def test_a_test_id_breaks_after_its_parts_never_inside_a_word():
     page = render_html(_report())
-    assert "tests/<wbr>test_privacy.py::<wbr>TestPins::<wbr>test_pin_said_a_hundred_times_is_caught" in page
+    assert ("tests/<wbr>test_<wbr>privacy.py::<wbr>TestPins::<wbr>test_<wbr>pin_<wbr>said_<wbr>a_<wbr>hundred_<wbr>times_<wbr>is_<wbr>"
+            "caught") in page
     assert "overflow-wrap:anywhere" not in page
 
 
@@ -71,19 +72,27 @@ def test_an_expected_leak_is_drawn_in_its_own_colour_not_the_red_of_a_failure():
 def test_equal_labels_in_one_chart_are_told_apart_by_their_test():
     labels = [b.label for b in chart_groups(_report())["exposure.exposure_bits"]]
     assert labels == ["test_pin_said_a_hundred_times_is_caught: pin", "test_pin_known_to_leak: pin"]
-    same = [Bar("pin", 1.0, tooltip="a/test_x.py::test_p"), Bar("pin", 2.0, tooltip="b/test_x.py::test_p")]
+    long = "my pin code is 9 4 5 8"
+    twins = [Bar(long, 1.0, tooltip="t.py::test_pin_cannot_be_extracted_from_undefended_model"),
+             Bar(long, 1.0, tooltip="t.py::test_our_own_model_through_the_protocol")]
+    from pytest_privleak.report.charts.svg import LABEL_CHARS
     from pytest_privleak.report.html import _tell_apart
 
+    _tell_apart(twins)                                       # shortened, they still differ and keep the label
+    assert [short_label(b.label) for b in twins] == [b.label for b in twins]
+    assert all(b.label.endswith(": " + long) and len(b.label) <= LABEL_CHARS for b in twins)
+    assert twins[0].label != twins[1].label
+    same = [Bar("pin", 1.0, tooltip="a/test_x.py::test_p"), Bar("pin", 2.0, tooltip="b/test_x.py::test_p")]
     _tell_apart(same)
     assert [b.label for b in same] == ["a/test_x.py::test_p: pin", "b/test_x.py::test_p: pin"]
 
 
 def test_a_long_label_is_shortened_between_words_keeping_its_end():
-    assert short_label("tests/test_privacy.py::test_pin_is_not_extractable_after_training") == \
+    assert short_label("tests/test_privacy.py::test_pin_is_not_extractable_after_training", 30) == \
         "\u2026extractable_after_training"
-    assert short_label("my account number is <account 3fa2c1d0 len=12>") == "\u2026is <account 3fa2c1d0 len=12>"
+    assert short_label("my account number is <account 3fa2c1d0 len=12>", 30) == "\u2026is <account 3fa2c1d0 len=12>"
     assert short_label("short") == "short"
-    assert len(short_label("x" * 40)) == 30                   # one word longer than the room: its end
+    assert len(short_label("x" * 40, 30)) == 30               # one word longer than the room: its end
 
 
 def test_an_own_recurrent_model_is_not_told_about_the_built_in_targets_options():

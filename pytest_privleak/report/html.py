@@ -17,16 +17,17 @@ from typing import Any
 from ..results import _fmt
 from .charts.dp_comparison import dp_section_html
 from .model import (EXPECTED_INCONCLUSIVE, EXPECTED_LEAK, INCONCLUSIVE, failures_first, figure,
-                    is_expected_leak, redaction_banner, shown_verdict, worker_name)
+                    is_expected_leak, one_line, redaction_banner, shown_verdict, worker_name)
 from .charts.roc import roc_charts_html
 from .charts.seeds import seed_charts_html
-from .charts.svg import Bar, bar_chart, sig3
+from .charts.svg import LABEL_CHARS, Bar, bar_chart, short_label, sig3
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#24292f;margin:24px;max-width:1200px}
 h1{font-size:22px;margin:0 0 8px} h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #d0d7de}
 table.summary td:nth-child(2),table.summary td:nth-child(4){overflow-wrap:break-word;max-width:24em}
+table.summary td:nth-child(3){overflow-wrap:break-word}
 tr.remedy td{border-top:none;font-size:13px} tr.remedy-FAIL td{background:#fff5f5;color:#82071e}
 tr.remedy-xfail td{color:#4d2d00} tr.row-FAIL td,tr.row-xfail td{border-bottom:none}
 .banner{padding:10px 14px;border-radius:6px;font-weight:600;margin:12px 0}
@@ -82,10 +83,10 @@ def _beside(r: dict[str, Any]) -> str:
 
 
 def _breakable(text: Any) -> str:
-    """``text`` escaped, with a break opportunity after each ``::``, ``/`` and ``[``: a long test id wraps
-    between its parts, never inside a word (issue 34)."""
+    """``text`` escaped, with a break opportunity after each ``::``, ``/``, ``[`` and ``_``: a long test id
+    wraps between its parts and the words of its name, never inside a word (issue 34)."""
     escaped = _e(text)
-    for mark in ("::", "/", "["):
+    for mark in ("::", "/", "[", "_"):
         escaped = escaped.replace(mark, mark + "<wbr>")
     return escaped
 
@@ -162,8 +163,8 @@ def _summary_table(report: dict[str, Any]) -> str:
             f'<td class="num">{_e(_limit(r))}</td><td class="num">{_e(_num(r.get("chance")))}</td>'
             f'<td class="num">{_e(_num(r.get("ceiling")))}</td><td>{_delta(r["key"], changes, new)}</td></tr>')
         if verdict in (FAIL, EXPECTED_LEAK) and r.get("remedy"):   # what to do, where a leak is read (issue 34)
-            body.append(f'<tr class="remedy remedy-{css}"><td></td><td colspan="9"><b>Remedy:</b> '
-                        f'{_e(r["remedy"])}</td></tr>')
+            body.append(f'<tr class="remedy remedy-{css}"><td></td><td colspan="9" title="{_e(r["remedy"])}">'
+                        f'<b>Remedy:</b> {_e(one_line(r["remedy"]))}</td></tr>')
     return f'<table class="summary">{head}{"".join(body)}</table>'
 
 
@@ -218,7 +219,8 @@ def _tell_apart(bars: list[Bar]) -> None:
         for bar, label in zip(bars, original):
             if labels.count(bar.label) > 1 and bar.tooltip:
                 test = bar.tooltip if whole else bar.tooltip.split("::")[-1]
-                bar.label = f"{test}: {label}"
+                room = max(LABEL_CHARS - len(label) - 2, 16)   # the test's end, so the chart keeps both
+                bar.label = f"{short_label(test, room)}: {label}"
 
 
 def worse_direction(report: dict[str, Any]) -> dict[str, str]:

@@ -20,7 +20,7 @@ from typing import Any
 from .charts.dp_comparison import dp_rows
 from .gate import gate_lines
 from .html import _interval, _limit, _num
-from .model import EXPECTED_INCONCLUSIVE, EXPECTED_LEAK, failures_first, redaction_banner, shown_verdict
+from .model import EXPECTED_INCONCLUSIVE, EXPECTED_LEAK, failures_first, one_line, redaction_banner, shown_verdict
 
 ICONS = {"FAIL": "\u274c FAIL", "pass": "\u2705 pass", "measured": "\u2139\ufe0f measured"}
 _BACKTICKS = re.compile(r"`+")
@@ -82,7 +82,7 @@ def render_markdown(report: dict[str, Any], report_path: str | None = None) -> s
                 if shown_verdict(test["outcome"], r) in ("FAIL", EXPECTED_LEAK) and r.get("remedy")]
     if remedies:   # what to do about each leak, right under the table (issue 34 item 3)
         lines += ["", "**What to do:**", ""]
-        lines += [f"- {code(test['nodeid'])} {code(r.get('label') or r['name'])}: {code(r['remedy'])}"
+        lines += [f"- {code(test['nodeid'])} {code(r.get('label') or r['name'])}: {code(one_line(r['remedy']))}"
                   for test, r in remedies]
     lines += _dp_lines(report)
     for w in report["run"]["workers"]:

@@ -133,6 +133,25 @@ def is_redacted(result: dict[str, Any]) -> bool:
     return "redacted" in str((result.get("evidence") or {}).get("redaction", ""))
 
 
+def one_line(remedy: str, limit: int = 200) -> str:
+    """The first step of a remedy, for the summary table (the whole text stays in the details): up to its first
+    ``;`` or sentence end outside parentheses after the finding, at most ``limit`` characters cut between words
+    and never inside a parenthesis, ``…`` when cut."""
+    text = " ".join(str(remedy).split())
+    depth, cut = 0, len(text)
+    for i, char in enumerate(text):
+        depth += (char == "(") - (char == ")")
+        if depth == 0 and i >= 40 and char in ";." and text[i + 1:i + 2] in (" ", ""):
+            cut = i
+            break
+    short = text[:cut]
+    if len(short) > limit:
+        short = short[:limit].rsplit(" ", 1)[0]
+    if short.count("(") > short.count(")"):   # cut inside a parenthesis: end before it opens
+        short = short[:short.rfind("(")].rstrip()
+    return short if short == text else short.rstrip(",:;.") + " \u2026"
+
+
 def redaction_banner(count: int) -> str:
     """The line a report shows when it redacted: how many results, how, and how to see the secrets."""
     return (f"Redacted: {count} result(s) show secrets from your data (string_pattern, custom_pattern, secret=, "

@@ -22,7 +22,9 @@ MARK_STYLES = {
     "threshold": 'stroke="#cf222e" stroke-width="3"',
     "ceiling": 'stroke="#24292f" stroke-width="3"',
 }
-WIDTH, LABEL_W, RIGHT_PAD, ROW_H, TOP, BOTTOM = 720, 230, 70, 24, 28, 30
+WIDTH, LABEL_W, RIGHT_PAD, ROW_H, TOP, BOTTOM = 900, 330, 70, 24, 28, 30
+#: Characters of a bar's label that fit left of the plot (12 px text in ``LABEL_W``).
+LABEL_CHARS = 48
 
 
 @dataclass
@@ -97,7 +99,7 @@ def axis_ticks(top: float) -> list[float]:
 _BREAKS = ("::", "/", " ", "_", "-")
 
 
-def short_label(text: str, limit: int = 30) -> str:
+def short_label(text: str, limit: int = LABEL_CHARS) -> str:
     """``text`` in ``limit`` characters, shortened after a ``::``, ``/``, space, ``_`` or ``-``, never inside a word.
 
     The end is kept (test names and labels differ at their ends): ``…test_pin_said_once``. Only a single
