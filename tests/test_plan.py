@@ -92,6 +92,28 @@ def test_a_phase_shows_progress_only_once_it_runs_longer_than_a_few_seconds(even
     assert events == []                                                         # a fast phase says nothing
 
 
+def test_an_exhaustive_canary_extraction_and_an_exposure_show_secrets_scored_of_the_space(events, monkeypatch):
+    from helpers_models import QuadraticModel
+    from pytest_privleak import measure_cea, measure_exposure
+    from pytest_privleak.canaries import DIGITS, canary
+    from pytest_privleak.progress import work
+
+    monkeypatch.setattr(work, "SHOW_AFTER", 0.0)              # as if every batch came after a few seconds
+    pin = canary("pin", 4, seed=1)
+    measure_cea(QuadraticModel(("my", "pin", "code", "is") + DIGITS, {"PinIntent": list(pin.tokens)}), pin,
+                method="exhaustive", batch_size=2_500)
+
+    class Scorer:
+        def score(self, utterances):
+            return [float(len(u.tokens[-1])) for u in utterances]
+
+    measure_exposure(Scorer(), pin, batch_size=5_000)
+    seen = [(e.kind, e.target, e.done) for e in events if e.kind in (progress.AUDIT, progress.AUDIT_DONE)]
+    cea, exposure = f"canary extraction of {pin.text}", f"exposure of {pin.text}"
+    assert seen == [*(("audit", cea, n) for n in (2_500, 5_000, 7_500, 10_000)), ("audit-done", cea, 10_000),
+                    ("audit", exposure, 5_000), ("audit", exposure, 10_000), ("audit-done", exposure, 10_000)]
+
+
 def test_the_display_shows_secrets_scored_of_the_space_then_a_final_line():
     out, clock = Lines(), Clock()
     display = Display(out, live=False, clock=clock, host="here")

@@ -28,10 +28,10 @@ SHOW_AFTER = 3.0
 class Work:
     """Counts ``total`` units of one phase of ``target`` and reports them once the phase runs long."""
 
-    def __init__(self, target: str, total: int, *, unit: str, phase: str, show_after: float = SHOW_AFTER,
+    def __init__(self, target: str, total: int, *, unit: str, phase: str, show_after: float | None = None,
                  clock: Callable[[], float] = time.perf_counter) -> None:
         self.target, self.total, self.unit, self.phase = target, int(total), unit, phase
-        self.show_after, self.clock = show_after, clock
+        self.show_after, self.clock = SHOW_AFTER if show_after is None else show_after, clock
         self.start = clock()
         self.done = 0
         self.shown = False

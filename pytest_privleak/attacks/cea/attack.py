@@ -587,7 +587,8 @@ def _exhaustive(model: Any, weights: torch.Tensor, item: "Canary", budget: int |
     p = item.pattern
     space = enumerate_space(len(p.vocabulary), p.length, budget=budget)
     prefix, v0 = canary_rows(model, item)
-    scores = discrete_loss(model, weights, prefix, v0, space, [p.intent], [p.tags], batch_size)
+    scores = discrete_loss(model, weights, prefix, v0, space, [p.intent], [p.tags], batch_size,
+                           label=f"canary extraction of {shown_text(item)}")
     require_finite(scores, what=f"the loss of {whose} on the {len(scores)} secrets of the exhaustive attack",
                    fix=FIX_BROKEN)
     best = int(scores.argmin())                       # ties: the first lowest loss in V0 order
