@@ -174,6 +174,10 @@ def test_a_model_only_loaded_keeps_the_training_time_an_earlier_run_measured_and
     later.test_done("t.py::test_a", 3.0)
     merged = _history().merged(later.history)
     assert merged.models["joint 0"]["seconds"] == 30.0 and merged.tests["t.py::test_a"]["seconds"] == 3.0
+    stale = History(models={"joint 0": {"seconds": 30.0, "part": None, "tests": ["t.py::test_a"]},
+                            "old 1": {"seconds": 9.0, "part": None, "tests": ["t.py::test_a"]},
+                            "other 2": {"seconds": 9.0, "part": None, "tests": ["t.py::test_z"]}})
+    assert sorted(stale.merged(later.history).models) == ["joint 0", "other 2"]   # test_a ran without "old 1"
     assert History.from_json({"tests": {"a": {"seconds": "NaN"}}, "models": [1]}).to_json() == {"tests": {},
                                                                                                  "models": {}}
     assert History.from_json("garbage").tests == {}

@@ -76,9 +76,12 @@ class History:
 
     def merged(self, newer: "History") -> "History":
         """``newer`` over this one: its tests and models replace the old entries, but a model that was only
-        loaded keeps the training seconds an earlier run measured."""
+        loaded keeps the training seconds an earlier run measured; an old model that only tests of ``newer``
+        used and that ``newer`` did not see is gone (its config or data changed: a new label took its place)."""
         tests = {**self.tests, **newer.tests}
-        models = {**self.models}
+        ran = set(newer.tests)
+        models = {label: entry for label, entry in self.models.items()
+                  if label in newer.models or not entry.get("tests") or not set(entry["tests"]) <= ran}
         for label, entry in newer.models.items():
             old = models.get(label, {})
             models[label] = {**entry, "seconds": entry["seconds"] if entry["seconds"] is not None
