@@ -246,6 +246,22 @@ def string_pattern(name: str, template: str, *, intent: str, secrets: Sequence[s
     return custom_pattern(name, tuple(prefix), candidates, 1, intent, slot=slot)
 
 
+#: Attribute set on a canary whose secret the caller gave (``secret=``): it may be a real one, so messages,
+#: reports and baselines redact it (:mod:`pytest_privleak.attacks.redaction`). Not a field: equality, hashing
+#: and the result-cache key of the canary are unchanged.
+GIVEN_ATTR = "_privleak_secret_given"
+
+
+def _mark_given(item: Canary) -> Canary:
+    object.__setattr__(item, GIVEN_ATTR, True)
+    return item
+
+
+def secret_was_given(item: Canary) -> bool:
+    """Whether ``item``'s secret was given by the caller (``canary(..., secret=...)``) rather than drawn."""
+    return bool(getattr(item, GIVEN_ATTR, False))
+
+
 def canary(pattern: str | CanaryPattern = "pin", length: int | None = None, seed: int = 0, *,
            secret: Sequence[str] | str | None = None) -> Canary:
     """One canary; the secret is drawn uniformly from V0^n with ``seed`` unless given.
@@ -258,7 +274,7 @@ def canary(pattern: str | CanaryPattern = "pin", length: int | None = None, seed
         if length is not None and length != len(secret_tokens):
             raise ValueError(f"length={length} but secret {secret_tokens!r} has {len(secret_tokens)} tokens; "
                              "fix: drop length or make them agree")
-        return Canary(make_pattern(pattern, len(secret_tokens)), secret_tokens)
+        return _mark_given(Canary(make_pattern(pattern, len(secret_tokens)), secret_tokens))
     p = make_pattern(pattern, length)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ValueError(f"seed must be an integer, got {seed!r}")

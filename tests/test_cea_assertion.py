@@ -13,6 +13,17 @@ from pytest_privleak import expect_leak
 VOCAB = ("my", "pin", "code", "is") + DIGITS
 
 
+@pytest.fixture(autouse=True)
+def secrets_shown():
+    """These tests give their pins as secret= and read the reconstructions back: they run as a developer's
+    --privleak-show-secrets does (the default redaction is tested in test_secret_redaction.py)."""
+    from pytest_privleak.attacks import redaction
+
+    previous = redaction.set_show_secrets(True)
+    yield
+    redaction.set_show_secrets(previous)
+
+
 @pytest.fixture
 def sink(request):
     """The results recorded by the running test (the plugin's per-test sink, or our own without the plugin)."""

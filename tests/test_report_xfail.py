@@ -50,7 +50,7 @@ def test_xfailed_leaks_are_expected_not_counted_but_shown_everywhere():
     page = render_html(report)
     assert "LEAK: 1 of 3 result(s) exceed their limit, in 1 test(s)." in page
     assert "1 expected leak(s) in 1 test(s) that declare them (xfail or expect_leak)" in page
-    assert f'<span class="badge xfail">{EXPECTED_LEAK}</span></td><td>t.py::test_known</td>' in page
+    assert f'<span class="badge xfail">{EXPECTED_LEAK}</span></td><td>t.py::<wbr>test_<wbr>known</td>' in page
     md = render_markdown(report)
     assert md.startswith("## pytest-privleak: **1 of 3 result(s) leak beyond their limit**; "
                          "1 expected leak(s) (xfail or expect_leak)")

@@ -114,12 +114,16 @@ def canary_rows(model: "SoftInputModel", canary_or_pattern: "Canary | CanaryPatt
 
 def discrete_loss(model: "SoftInputModel", weights: torch.Tensor, prefix_rows: torch.Tensor, v0_rows: torch.Tensor,
                   secrets: torch.Tensor, intents: Sequence[str], tags: Sequence[Sequence[str]],
-                  batch_size: int = 1024) -> torch.Tensor:
+                  batch_size: int = 1024, *, label: str | None = None) -> torch.Tensor:
     """Loss ``[K]`` of one-hot canaries: row ``k`` is ``prefix_rows[k]`` then ``v0_rows[secrets[k]]``.
 
     ``prefix_rows`` is ``[m]`` (shared) or ``[K, m]``; ``intents``/``tags`` have
     one entry (shared) or ``K``. Batched, no gradients; result on the CPU.
+    ``label``: what the scoring is of; a scoring longer than a few seconds then
+    shows secrets scored of the space (:class:`~pytest_privleak.progress.work.Work`).
     """
+    from ..progress.work import Work
+
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     device = weights.device
@@ -130,13 +134,14 @@ def discrete_loss(model: "SoftInputModel", weights: torch.Tensor, prefix_rows: t
         prefix_rows = prefix_rows.unsqueeze(0).expand(count, -1)
     word_rows = torch.cat([prefix_rows, v0_rows.to(device)[secrets]], dim=1)
     out = []
-    with torch.no_grad():
+    with torch.no_grad(), Work(label or "scoring", count, unit="secret", phase="scored") as work:
         for start in range(0, count, batch_size):
             stop = min(start + batch_size, count)
             rows_intents = list(intents) * (stop - start) if len(intents) == 1 else list(intents[start:stop])
             rows_tags = list(tags) * (stop - start) if len(tags) == 1 else list(tags[start:stop])
             loss = model.loss_from_embeddings(weights[word_rows[start:stop]], rows_intents, rows_tags)
             out.append(loss_rows(loss, stop - start).detach().float().cpu())
+            work.advance(stop - start)
     return torch.cat(out) if out else torch.zeros(0)
 
 

@@ -44,6 +44,7 @@ from typing import Any, Iterator
 from scipy.stats import t as student
 
 from .. import results as _results
+from ..progress import events as progress
 from ..results import LeakResult, PrivacyLeakError, _fmt
 from ..stats import clopper_pearson, clopper_pearson_lower, clopper_pearson_upper
 from ..targets.seeds import SeedModels
@@ -331,7 +332,7 @@ def run_over_seeds(function: Callable[..., Any], args: tuple, kwargs: dict, sets
     shape: Any = None
     for index in range(len(seeds)):
         member_args, member_kwargs = _member_args(args, kwargs, index)
-        with _collected() as sink:
+        with _collected() as sink, progress.part(f"seed {index + 1} of {len(seeds)}"):   # a long attack's lines
             try:
                 returned = function(*member_args, **member_kwargs)
             except PrivacyLeakError as exc:

@@ -16,8 +16,9 @@ that fit the model's family:
   privacy as the defence).
 * ``"recurrent"``: the BiLSTM targets (``joint-bilstm-crf``, ``ner-bilstm-crf``,
   ``lstm-lm``) or a model holding an LSTM, GRU or RNN: the same data steps,
-  dropout and early stopping (the built-in targets' ``dropout=`` and
-  ``early_stopping=``), DP-SGD; for CEA also §6's character embeddings.
+  dropout and early stopping (for a built-in target its ``dropout=`` and
+  ``early_stopping=``; a team's own model is not told about options it does
+  not have), DP-SGD; for CEA also §6's character embeddings.
 * ``"unknown"``: every other model: the steps that hold for any trained model.
 
 Sentence encoders (embedding inversion, keyword inference) are not covered:
@@ -46,13 +47,18 @@ _ATTENTION_LAYERS = (torch.nn.MultiheadAttention, torch.nn.TransformerEncoderLay
 DP = "DP-SGD (Opacus, in the dp extra: pip install 'pytest-privleak[dp]')"
 #: The training steps of each family, after the data step.
 STEPS = {
-    TRANSFORMER: ["fine-tune fewer epochs with early stopping on a validation split (the built-in "
-                  "transformer-classifier stops early unless given early_stopping=False)",
+    TRANSFORMER: ["fine-tune fewer epochs with early stopping on a validation split{built_in}",
                   f"or fine-tune with {DP}"],
-    RECURRENT: ["train with dropout (e.g. 0.2) and early stopping on a validation split (the built-in targets' "
-                "dropout= and early_stopping=, with epochs above patience)", f"or train with {DP}"],
+    RECURRENT: ["train with dropout (e.g. 0.2) and early stopping on a validation split{built_in}",
+                f"or train with {DP}"],
     UNKNOWN: ["train fewer epochs or with early stopping on a validation split, and with dropout or weight decay",
               f"or train with {DP}"],
+}
+#: How a built-in target of each family takes the step (its options); a team's own model is not told them.
+BUILT_IN_OPTIONS = {
+    TRANSFORMER: " (the built-in transformer-classifier stops early unless given early_stopping=False)",
+    RECURRENT: " (the built-in targets' dropout= and early_stopping=, with epochs above patience)",
+    UNKNOWN: "",
 }
 
 _SECRETS = "keep such secrets out of the {data} data (scrub or mask them) and de-duplicate repeated ones"
@@ -125,8 +131,19 @@ def model_family(model: Any) -> str:
     return _by_name(model) or _by_layers(_modules(model)) or UNKNOWN
 
 
-def remedy(attack: str, family: str) -> str:
-    """The remedy of ``attack`` (a key of :data:`FINDINGS`, or ``"cea"``) for a model of ``family``."""
+def is_built_in(model: Any) -> bool:
+    """Whether ``model`` is one of the built-in targets (``train_target``; a ``SeedModels`` of them), whose
+    options (``dropout=``, ``early_stopping=``) a remedy may name; a team's own model has its own."""
+    if isinstance(model, Sequence) and not isinstance(model, (str, bytes, list, tuple)) and len(model) > 0:
+        model = model[0]
+    describe = getattr(type(model), "describe", None)
+    facts = describe(model) if callable(describe) else None
+    return isinstance(facts, dict) and facts.get("kind") in KIND_FAMILIES
+
+
+def remedy(attack: str, family: str, *, built_in: bool = True) -> str:
+    """The remedy of ``attack`` (a key of :data:`FINDINGS`, or ``"cea"``) for a model of ``family``;
+    ``built_in=False`` (a team's own model) leaves out the built-in targets' options."""
     if family not in FAMILIES:
         raise ValueError(f"family={family!r} is not a model family; fix: one of {', '.join(FAMILIES)}")
     if attack == "cea":
@@ -135,9 +152,11 @@ def remedy(attack: str, family: str) -> str:
         raise ValueError(f"attack={attack!r} has no family remedy; fix: one of {', '.join([*FINDINGS, 'cea'])}")
     finding, data = FINDINGS[attack]
     step = data.format(data="fine-tuning" if family == TRANSFORMER else "training")
-    return f"{finding}: {'; '.join([step, *STEPS[family]])}"
+    options = BUILT_IN_OPTIONS[family] if built_in else ""
+    return f"{finding}: {'; '.join([step, *(s.format(built_in=options) for s in STEPS[family])])}"
 
 
 def remedy_for(attack: str, model: Any) -> str:
-    """The remedy of ``attack`` that fits the family of the attacked ``model`` (:func:`model_family`)."""
-    return remedy(attack, model_family(model))
+    """The remedy of ``attack`` that fits the family of the attacked ``model`` (:func:`model_family`), naming
+    the built-in targets' options only for a built-in target (:func:`is_built_in`)."""
+    return remedy(attack, model_family(model), built_in=is_built_in(model))

@@ -50,7 +50,8 @@ import numpy as np
 import torch
 
 from ..finite import require_finite
-from ..results import LeakResult, record, audited
+from ..progress import events as progress
+from ..results import LeakResult, audited, record
 
 __all__ = ["measure_dp_training", "DPAuditRun", "audit_dp_training", "METHODS", "THREAT_MODELS", "REMEDY"]
 
@@ -236,7 +237,6 @@ class _Trainer:
         from .canaries import watch_train_reads
         from .gradient_canaries import InsertionTally, check_insertions
         from ..data.types import NLUDataset
-        from ..progress import events as progress
         from ..targets import training
         from ..targets.own_model import source_digest, train_own_model
 
@@ -524,8 +524,10 @@ def _distinguish(trainer: _Trainer, threat: str, dataset, delta: float, confiden
         if budget is not None and trainer.recorded_seconds > budget:
             break
         base = 1_000_003 * (seed + 1) + 2 * i
-        with_.append(score(True, base)[0])
-        value, module = score(False, base + 1)
+        with progress.part(f"training {2 * i + 1} of {2 * runs}"):   # each training line says where the audit is
+            with_.append(score(True, base)[0])
+        with progress.part(f"training {2 * i + 2} of {2 * runs}"):
+            value, module = score(False, base + 1)
         without.append(value)
         if first is None:
             first = (base + 1, module)

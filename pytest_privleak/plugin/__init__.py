@@ -22,7 +22,8 @@ DEVICE_KEY = pytest.StashKey[str]()
 #: Areas with hooks of their own, each a small plugin module registered with this one.
 pytest_plugins = ["pytest_privleak.plugin.shard", "pytest_privleak.plugin.hosts", "pytest_privleak.plugin.progress",
                   "pytest_privleak.plugin.speed", "pytest_privleak.plugin.seeds",
-                  "pytest_privleak.plugin.usage_errors", "pytest_privleak.plugin.parallel"]
+                  "pytest_privleak.plugin.usage_errors", "pytest_privleak.plugin.parallel",
+                  "pytest_privleak.plugin.redaction"]
 #: Fixtures that make a test a privacy test (reported even when it records nothing, e.g. errors).
 PRIVLEAK_FIXTURES = frozenset({"privleak_device", "privleak_seed", "privleak_seeds", "privleak_cache", "nlu_dataset",
                                "ner_dataset", "canary", "inject_canaries", "train_target", "train_own_model",

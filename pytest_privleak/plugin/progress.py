@@ -166,7 +166,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     display = _make_display(config)
     if display is not None:
-        config.pluginmanager.register(ControllerProgress(display), "privleak-progress")
+        config.pluginmanager.register(ControllerProgress(display, config), "privleak-progress")
 
 
 class WorkerProgress:
@@ -191,24 +191,103 @@ class WorkerProgress:
             setattr(report, REPORT_ATTR, pending)
         return report
 
+    def pytest_runtest_logstart(self, nodeid: str, location) -> None:
+        """pytest, before each test on a worker: its events name the test (for the next run's plan)."""
+        progress.set_current_test(nodeid)
+
+    def pytest_runtest_logfinish(self, nodeid: str, location) -> None:
+        """pytest, after each test on a worker: later events belong to no test."""
+        progress.set_current_test(None)
+
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """pytest, at exit on a worker: give the progress sink back."""
         progress.set_sink(self.previous)
 
 
 class ControllerProgress:
-    """The display of this process, fed by its own events and, under xdist, by its workers'."""
+    """The display of this process, fed by its own events and, under xdist, by its workers'; the run's plan at
+    start and the suite's ETA as tests finish (:mod:`pytest_privleak.progress.plan`)."""
 
-    def __init__(self, display) -> None:
+    def __init__(self, display, config: pytest.Config | None = None) -> None:
+        from ..progress.plan import Recorder
+
         self.display = display
+        self.config = config
         self.folder = None
         self.poller = None
+        self.recorder = Recorder()
+        self.suite = None
+        self._durations: dict[str, float] = {}
         self._lock = threading.Lock()
         self.previous = progress.set_sink(self.sink)
 
     def sink(self, event: progress.Event) -> None:
         progress.print_line(event)  # into the captured output, as before: a failing test keeps its log
-        self.display.handle(event)
+        self.handle(event)
+
+    def handle(self, event: progress.Event) -> None:
+        """Any event of this run (this process's or a worker's): recorded for the next plan, then shown."""
+        try:
+            self.recorder.event(event)
+        finally:
+            self.display.handle(event)
+
+    # the plan and the suite's ETA --------------------------------------------------------------
+
+    def _history(self):
+        from ..progress.plan import HISTORY_KEY, History
+
+        cache = getattr(self.config, "cache", None)
+        return None if cache is None else History.from_json(cache.get(HISTORY_KEY, None))
+
+    def _cache_folder(self):
+        """The target cache's folder (None for a URL cache: the plan does not look into it)."""
+        from . import SETTINGS_KEY
+
+        settings = self.config.stash.get(SETTINGS_KEY, None)
+        folder = getattr(settings, "cache_dir", None)
+        return folder if folder is not None and not isinstance(folder, str) else None
+
+    def _workers(self) -> int:
+        count = getattr(self.config.option, "numprocesses", None) if self.config is not None else None
+        return count if isinstance(count, int) and count > 0 else 1
+
+    def start_plan(self, nodeids: list[str]) -> None:
+        """Say the plan of the collected tests, then keep the suite's ETA."""
+        from ..progress.plan import SuiteClock, in_cache, models_of, plan_line
+        from .seeds import SEEDS_KEY
+
+        if self.suite is not None or self.config is None or not nodeids:
+            return
+        history = self._history()
+        seeds = self.config.stash.get(SEEDS_KEY, 1)
+        cached = None if history is None else in_cache(models_of(history, nodeids), self._cache_folder())
+        self.display.note(plan_line(nodeids, seeds, self._workers(), history, cached))
+        self.suite = SuiteClock(nodeids, history, workers=self._workers(), cached=cached)
+
+    @pytest.hookimpl(trylast=True)   # after the reporter's "collected N items"
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """pytest, after collection (no xdist): the plan of the tests that will run."""
+        if getattr(self.config.option, "dist", "no") in ("no", None):
+            self.start_plan([item.nodeid for item in session.items])
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids) -> None:
+        """xdist, on the controller: the plan, from the first worker's collection (every worker collects all)."""
+        self.start_plan(list(ids))
+
+    def _test_phase(self, report: pytest.TestReport) -> None:
+        """Add a phase's seconds to its test; at teardown the test is done: record it, move the suite's ETA on."""
+        nodeid = report.nodeid
+        self._durations[nodeid] = self._durations.get(nodeid, 0.0) + float(getattr(report, "duration", 0.0) or 0.0)
+        if report.when != "teardown":
+            return
+        seconds = self._durations.pop(nodeid)
+        self.recorder.test_done(nodeid, seconds)
+        if self.suite is not None:
+            self.suite.test_done(nodeid, seconds, self.recorder.history.tests[nodeid]["trained"])
+            first = len(self.suite.finished) == 1 and self.suite.total > 1   # an early ETA, then now and then
+            self.display.suite(self.suite.text(), force=first)
 
     # xdist: a folder for the workers' events ------------------------------------------------
 
@@ -220,7 +299,7 @@ class ControllerProgress:
         with self._lock:
             if self.folder is None:
                 self.folder = RunFolder()
-                self.poller = Poller(FolderReader(self.folder.path), self.display.handle)
+                self.poller = Poller(FolderReader(self.folder.path), self.handle)
                 self.poller.start()
         node.workerinput[WORKERINPUT_KEY] = self.folder.workerinput()
 
@@ -254,19 +333,41 @@ class ControllerProgress:
             self.poller.drain()
         for data in getattr(report, REPORT_ATTR, None) or ():
             with contextlib.suppress(ValueError):
-                self.display.handle(progress.Event.from_json(data))
+                self.handle(progress.Event.from_json(data))
         before_result = getattr(self.display.out, "before_result", None)
         if before_result is not None:
             before_result()
+        if report.when in ("setup", "call", "teardown"):
+            self._test_phase(report)
+
+    def pytest_runtest_logstart(self, nodeid: str, location) -> None:
+        """pytest, before each test of this process: its events name the test (for the next run's plan)."""
+        progress.set_current_test(nodeid)
 
     def pytest_runtest_logfinish(self, nodeid: str, location) -> None:
         """pytest, after each test: close a progress line this process left open."""
+        progress.set_current_test(None)
         self.display.close(None)  # a task of this process left open (e.g. an audit that raised)
 
     @pytest.hookimpl(tryfirst=True)  # the workers are done: show what is left before the summary
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        """pytest, at session end (first): stop reading workers' progress, so the summary comes after it."""
+        """pytest, at session end (first): stop reading workers' progress, so the summary comes after it; keep
+        what this run saw for the next run's plan."""
         self._stop_poller()
+        self.display.finish()
+        self._keep_history()
+
+    def _keep_history(self) -> None:
+        from ..progress.plan import HISTORY_KEY
+
+        cache = getattr(self.config, "cache", None)
+        seen = self.recorder.history
+        if cache is None or not (seen.tests or seen.models):
+            return
+        try:
+            cache.set(HISTORY_KEY, self._history().merged(seen).to_json())
+        except OSError:   # the plan is a convenience: an unwritable cache costs the next estimate, never the run
+            pass
 
     def _stop_poller(self) -> None:
         if self.poller is not None:

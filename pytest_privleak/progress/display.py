@@ -37,6 +37,8 @@ __all__ = ["Display", "Out", "describe_seconds"]
 
 #: Not live: seconds and share of a task's work between two of its progress lines.
 EVERY, STEP = 5.0, 0.1
+#: Not live: seconds between two lines of the suite's ETA.
+SUITE_EVERY = 30.0
 PREFIX = "[privleak] "
 
 
@@ -97,6 +99,8 @@ class Display:
         self.host = host if host is not None else progress.this_host()
         self.tasks: dict[tuple[str | None, str], _Task] = {}
         self.finished: set[str] = set()  # targets with a final line: a later load from the cache is not news
+        self.suite_text: str | None = None
+        self._suite_line = self.clock()
         self._lock = threading.RLock()
 
     # ------------------------------------------------------------------ naming
@@ -105,7 +109,7 @@ class Display:
         where = [event.worker] if event.worker else []
         if event.host and event.host != self.host:
             where.append(f"on {event.host}")
-        target = event.target or "target"
+        target = (event.target or "target") + (f" ({event.part})" if event.part else "")
         return target + (f" [{' '.join(where)}]" if where else "")
 
     # ------------------------------------------------------------------ events
@@ -159,8 +163,11 @@ class Display:
     def _final_text(task: _Task | None, event: Event) -> str:
         took = describe_seconds(event.seconds) if event.seconds is not None else "?"
         if event.kind == progress.AUDIT_DONE:
-            samples = f" ({event.done:,.0f} samples)" if event.done is not None else ""
-            return f"audited in {took}{samples}"
+            unit = event.unit if event.unit not in (None, "epoch") else "sample"
+            if event.phase and event.done is not None:   # "scored 1,000,000 secrets in 3 min 10 s"
+                return f"{event.phase} {event.done:,.0f} {unit}s in {took}"
+            counted = f" ({event.done:,.0f} {unit}s)" if event.done is not None else ""
+            return f"audited in {took}{counted}"
         if event.source == progress.LOADED:
             return progress.LOADED
         epochs = ""
@@ -171,13 +178,43 @@ class Display:
             return f"training failed after {took}{epochs}"
         return f"trained in {took}{epochs}"
 
+    def suite(self, text: str, *, force: bool = False) -> None:
+        """The suite's progress and ETA (:class:`~.plan.SuiteClock`): the head of the live status line, or a
+        plain line at most every :data:`SUITE_EVERY` seconds (``force``: now)."""
+        with self._lock:
+            self.suite_text = text
+            if self.verbosity < 0:
+                return
+            if self.live:
+                self._render()
+                return
+            now = self.clock()
+            if force or now - self._suite_line >= SUITE_EVERY:
+                self._suite_line = now
+                self._line(PREFIX + text)
+
+    def finish(self) -> None:
+        """The run is over: drop the suite's status (live: erase the status line when no task is left)."""
+        with self._lock:
+            had, self.suite_text = self.suite_text, None
+            if self.live and had and self.tasks:
+                self._render()
+            elif self.live and had:
+                self.out.status("")
+
+    def note(self, text: str) -> None:
+        """A line that stays (the run's plan), at default verbosity."""
+        with self._lock:
+            if self.verbosity >= 0:
+                self._line(text if text.startswith(PREFIX) else PREFIX + text)
+
     def close(self, worker: str | None = None) -> None:
         """Forget the open tasks of ``worker`` (its test ended or it went down without closing them)."""
         with self._lock:
             closed = [k for k in self.tasks if k[0] == worker]
             for key in closed:
                 del self.tasks[key]
-            if closed and self.live and self.tasks:
+            if closed and self.live and (self.tasks or self.suite_text):
                 self._render()
             elif closed and self.live:
                 self.out.status("")  # erase the status line of the tasks just dropped
@@ -188,7 +225,8 @@ class Display:
         self.out.line(text)
 
     def _render(self) -> None:
-        if not self.live or not self.tasks:
+        if not self.live or not (self.tasks or self.suite_text):
             return
-        text = PREFIX + " | ".join(f"{t.name}: {t.progress_text()}" for t in self.tasks.values())
-        self.out.status(text)
+        shown = ([self.suite_text] if self.suite_text else []) + [f"{t.name}: {t.progress_text()}"
+                                                                   for t in self.tasks.values()]
+        self.out.status(PREFIX + " | ".join(shown))

@@ -28,7 +28,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Event", "emit", "set_sink", "get_sink", "target", "current_target",
+__all__ = ["Event", "emit", "set_sink", "get_sink", "target", "current_target", "part", "current_part",
+           "set_current_test",
            "START", "EPOCH", "DONE", "WAIT", "NOTE", "AUDIT", "AUDIT_DONE",
            "TRAINED", "LOADED", "FAILED"]
 
@@ -51,7 +52,10 @@ class Event:
     (``eta_at_most``: the ETA is an upper bound, e.g. training with early stopping);
     ``source``: for DONE where the target came from, for WAIT who holds what it waits for;
     ``line``: the plain stderr line of the event (printed when no sink is installed);
-    ``worker``/``host``: filled in by the sink of an xdist worker; ``time``: ``time.time()`` at emission.
+    ``worker``/``host``: filled in by the sink of an xdist worker; ``time``: ``time.time()`` at emission;
+    ``part``: which one of several the task is (``"seed 3 of 7"``, ``"reference 2 of 4"``, nested parts joined
+    by ``", "``), from the :func:`part` blocks around it unless given; ``test``: the node id of the test running
+    when it was emitted (set by the plugin, :func:`set_current_test`).
     """
 
     kind: str
@@ -67,6 +71,8 @@ class Event:
     line: str | None = None
     worker: str | None = None
     host: str | None = None
+    part: str | None = None
+    test: str | None = None
     time: float = field(default_factory=time.time)
 
     def to_json(self) -> dict[str, Any]:
@@ -84,6 +90,8 @@ class Event:
 Sink = Callable[[Event], None]
 _sink: Sink | None = None
 _current: contextvars.ContextVar[str | None] = contextvars.ContextVar("privleak_progress_target", default=None)
+_part: contextvars.ContextVar[str | None] = contextvars.ContextVar("privleak_progress_part", default=None)
+_test: str | None = None
 
 
 def set_sink(sink: Sink | None) -> Sink | None:
@@ -112,6 +120,30 @@ def current_target() -> str | None:
     return _current.get()
 
 
+@contextlib.contextmanager
+def part(text: str) -> Iterator[None]:
+    """Events emitted in the block are about part ``text`` of a larger job (``"seed 3 of 7"``); nested blocks
+    join theirs (``"reference 2 of 4, seed 1 of 7"``). A batched loop that trains several parts at once
+    passes ``part=`` to :func:`emit` instead."""
+    outer = _part.get()
+    token = _part.set(text if not outer else f"{outer}, {text}")
+    try:
+        yield
+    finally:
+        _part.reset(token)
+
+
+def current_part() -> str | None:
+    """The part set by the enclosing :func:`part` blocks, or None."""
+    return _part.get()
+
+
+def set_current_test(nodeid: str | None) -> None:
+    """The test this process runs now (the plugin sets it around each test); events carry it as ``test``."""
+    global _test
+    _test = nodeid
+
+
 def emit(kind: str, target: str | None = None, *, line: str | None = None, **fields: Any) -> None:
     """Report progress: ``emit("epoch", "lstm-lm 81ab02cd", done=3, total=30, eta=12.0, line=...)``.
 
@@ -120,6 +152,8 @@ def emit(kind: str, target: str | None = None, *, line: str | None = None, **fie
     """
     if kind not in KINDS:
         raise ValueError(f"progress event kind {kind!r} is not one of {sorted(KINDS)}")
+    fields.setdefault("part", _part.get())
+    fields.setdefault("test", _test)
     event = Event(kind, target if target is not None else _current.get(), line=line, **fields)
     sink = _sink
     if sink is not None:

@@ -16,26 +16,30 @@ from typing import Any
 
 from ..results import _fmt
 from .charts.dp_comparison import dp_section_html
-from .model import (EXPECTED_INCONCLUSIVE, INCONCLUSIVE, failures_first, figure, is_expected_leak,
-                    shown_verdict, worker_name)
+from .model import (EXPECTED_INCONCLUSIVE, EXPECTED_LEAK, INCONCLUSIVE, failures_first, figure,
+                    is_expected_leak, one_line, redaction_banner, shown_verdict, worker_name)
 from .charts.roc import roc_charts_html
 from .charts.seeds import seed_charts_html
-from .charts.svg import Bar, bar_chart, sig3
+from .charts.svg import LABEL_CHARS, Bar, bar_chart, short_label, sig3
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#24292f;margin:24px;max-width:1200px}
 h1{font-size:22px;margin:0 0 8px} h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #d0d7de}
-table.summary td:nth-child(2),table.summary td:nth-child(4){overflow-wrap:anywhere;max-width:24em}
+table.summary td:nth-child(2),table.summary td:nth-child(4){overflow-wrap:break-word;max-width:24em}
+table.summary td:nth-child(3){overflow-wrap:break-word}
+tr.remedy td{border-top:none;font-size:13px} tr.remedy-FAIL td{background:#fff5f5;color:#82071e}
+tr.remedy-xfail td{color:#4d2d00} tr.row-FAIL td,tr.row-xfail td{border-bottom:none}
 .banner{padding:10px 14px;border-radius:6px;font-weight:600;margin:12px 0}
 .banner.leak{background:#ffebe9;border:1px solid #cf222e;color:#82071e}
 .banner.ok{background:#dafbe1;border:1px solid #1a7f37;color:#044f1e}
 .banner.warn{background:#fff8c5;border:1px solid #9a6700;color:#4d2d00}
+.banner.note{background:#ddf4ff;border:1px solid #0969da;color:#0a3069;font-weight:400}
 table{border-collapse:collapse;width:100%} th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;
 vertical-align:top} th{background:#f6f8fa} td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;color:#fff;font-weight:600;font-size:12px}
 .FAIL{background:#cf222e}.pass{background:#1a7f37}.measured{background:#0969da}
-.error,.crashed,.xfail{background:#9a6700}
+.error,.crashed{background:#9a6700}.xfail{background:#bf8700}
 tr.row-FAIL td{background:#fff5f5} .meta{color:#57606a} code,pre{font-family:ui-monospace,monospace;font-size:12px}
 pre{background:#f6f8fa;padding:8px;overflow:auto;white-space:pre-wrap;word-break:break-all}
 details{margin:6px 0;border:1px solid #d0d7de;border-radius:6px;padding:6px 10px}
@@ -78,6 +82,15 @@ def _beside(r: dict[str, Any]) -> str:
     return f'<br><span class="meta">{_e(", ".join(shown))}</span>' if shown else ""
 
 
+def _breakable(text: Any) -> str:
+    """``text`` escaped, with a break opportunity after each ``::``, ``/``, ``[`` and ``_``: a long test id
+    wraps between its parts and the words of its name, never inside a word (issue 34)."""
+    escaped = _e(text)
+    for mark in ("::", "/", "[", "_"):
+        escaped = escaped.replace(mark, mark + "<wbr>")
+    return escaped
+
+
 def _interval(r: dict[str, Any]) -> str:
     if not r.get("interval"):
         return ""
@@ -111,6 +124,9 @@ def _delta(key: str, changes: dict, new: set) -> str:
     return f'<span class="badge {badge}">{_e(kind)}</span> {_e(text)}'
 
 
+FAIL = "FAIL"
+
+
 def _rows(report: dict[str, Any]) -> list[tuple[dict, dict | None]]:
     rows = [(t, r) for t in report["tests"] for r in t["results"]]
     rows += [(t, None) for t in report["tests"] if not t["results"]]
@@ -136,16 +152,19 @@ def _summary_table(report: dict[str, Any]) -> str:
         if r is None:
             outcome = test["outcome"]
             body.append(f'<tr class="row-{_e(outcome)}"><td><span class="badge {_e(outcome)}">{_e(outcome)}'
-                        f'</span></td><td>{_e(test["nodeid"])}</td><td colspan="8" class="meta">no result '
+                        f'</span></td><td>{_breakable(test["nodeid"])}</td><td colspan="8" class="meta">no result '
                         f"recorded</td></tr>")
             continue
         verdict, css = shown_verdict(test["outcome"], r), _css(test["outcome"], r)
         body.append(
             f'<tr class="row-{css}"><td><span class="badge {css}">{_e(verdict)}</span></td>'
-            f'<td>{_e(test["nodeid"])}</td><td>{_e(r["name"])}</td><td>{_e(r.get("label"))}</td>'
+            f'<td>{_breakable(test["nodeid"])}</td><td>{_e(r["name"])}</td><td>{_e(r.get("label"))}</td>'
             f'<td class="num">{_e(_num(r["value"]))}{_beside(r)}</td><td class="num">{_e(_interval(r))}</td>'
             f'<td class="num">{_e(_limit(r))}</td><td class="num">{_e(_num(r.get("chance")))}</td>'
             f'<td class="num">{_e(_num(r.get("ceiling")))}</td><td>{_delta(r["key"], changes, new)}</td></tr>')
+        if verdict in (FAIL, EXPECTED_LEAK) and r.get("remedy"):   # what to do, where a leak is read (issue 34)
+            body.append(f'<tr class="remedy remedy-{css}"><td></td><td colspan="9" title="{_e(r["remedy"])}">'
+                        f'<b>Remedy:</b> {_e(one_line(r["remedy"]))}</td></tr>')
     return f'<table class="summary">{head}{"".join(body)}</table>'
 
 
@@ -153,32 +172,55 @@ def _summary_table(report: dict[str, Any]) -> str:
 LOWER_IS_WORSE_EXTRAS = frozenset({"hdt"})
 
 
+#: Extra figures that are shares (their range is 0 to 1, so their chart ends at 1).
+SHARE_EXTRAS = frozenset({"hdt"})
+
+
 def chart_groups(report: dict[str, Any]) -> dict[str, list[Bar]]:
     """Bars grouped by figure name; extras (e.g. ``hdt``) with ``<name>_chance`` get their own chart.
 
     A bar is labelled by the result's label (its ``name=``, else the canary or target), with the test
-    id in its tooltip (issue 24 item 4).
+    id in its tooltip (issue 24 item 4); bars of one chart whose labels are equal are told apart by their
+    test (issue 34). A declared leak (xfail, ``expect_leak``) is drawn in the amber of its badge, not in
+    the red of a real failure.
     """
     groups: dict[str, list[Bar]] = {}
     for test in report["tests"]:
         for r in test["results"]:
             label = r.get("label") or test["nodeid"].split("::")[-1]
+            verdict = EXPECTED_LEAK if is_expected_leak(test["outcome"], r) else r["verdict"]
             value = figure(r["value"])
             interval = tuple(figure(v) for v in r["interval"]) if r.get("interval") else None
             marks = {"chance": figure(r.get("chance")), "threshold": figure(r.get("threshold")),
                      "ceiling": figure(r.get("ceiling"))}
             groups.setdefault(r["name"], []).append(
-                Bar(label, value, r["verdict"], interval, {k: v for k, v in marks.items() if v is not None},
+                Bar(label, value, verdict, interval, {k: v for k, v in marks.items() if v is not None},
                     tooltip=test["nodeid"]))
             extra = r.get("extra") or {}
             for key, raw in extra.items():
                 if key.endswith("_chance") or f"{key}_chance" not in extra:
                     continue  # only figures with a chance baseline earn a chart; the rest are in the details
-                marks = {"chance": figure(extra.get(f"{key}_chance"))}
+                marks = {"chance": figure(extra.get(f"{key}_chance")),
+                         "ceiling": 1.0 if key in SHARE_EXTRAS else None}
                 groups.setdefault(f"{r['attack']}.{key}", []).append(
                     Bar(label, figure(raw), "measured", None, {k: v for k, v in marks.items() if v is not None},
                         tooltip=test["nodeid"]))
+    for bars in groups.values():
+        _tell_apart(bars)
     return groups
+
+
+def _tell_apart(bars: list[Bar]) -> None:
+    """Bars with the same label get their test's name in front (``test_a: pin``), or the whole test id when
+    the test names are equal too (two files' tests of one name)."""
+    original = [bar.label for bar in bars]
+    for whole in (False, True):
+        labels = [bar.label for bar in bars]
+        for bar, label in zip(bars, original):
+            if labels.count(bar.label) > 1 and bar.tooltip:
+                test = bar.tooltip if whole else bar.tooltip.split("::")[-1]
+                room = max(LABEL_CHARS - len(label) - 2, 16)   # the test's end, so the chart keeps both
+                bar.label = f"{short_label(test, room)}: {label}"
 
 
 def worse_direction(report: dict[str, Any]) -> dict[str, str]:
@@ -201,9 +243,9 @@ def _charts(report: dict[str, Any]) -> str:
     if not parts:
         return '<p class="meta">No results to plot.</p>'
     legend = ('<p class="legend">Bars: measured figure (red fails its limit, green passes, blue is measured '
-              "only), whiskers: confidence interval; dashed grey line: chance baseline; red line: threshold "
-              "(the claimed \u03b5 for LDP audits); black line: ceiling (largest value the measurement can "
-              "show).</p>")
+              "only, amber is a leak its test expects: xfail or expect_leak), whiskers: confidence interval; "
+              "dashed grey line: chance baseline; red line: threshold (the claimed \u03b5 for LDP audits); black "
+              "line: ceiling (largest value the measurement can show), where a figure's axis ends.</p>")
     return legend + "".join(parts)
 
 
@@ -265,6 +307,8 @@ def _banner(report: dict[str, Any]) -> str:
     if s.get("inconclusive"):
         parts.append(f'<div class="banner leak">{s["inconclusive"]} result(s) INCONCLUSIVE: cut short by their '
                      "budget before covering what the default covers; not a pass.</div>")
+    if s.get("redacted"):
+        parts.append(f'<div class="banner note">{_e(redaction_banner(s["redacted"]))}</div>')
     if base is not None:
         if base.get("passed"):
             parts.append(f'<div class="banner ok">Baseline gate passed against {_e(base["path"])} '

@@ -20,7 +20,7 @@ from typing import Any
 from .charts.dp_comparison import dp_rows
 from .gate import gate_lines
 from .html import _interval, _limit, _num
-from .model import EXPECTED_INCONCLUSIVE, EXPECTED_LEAK, failures_first, shown_verdict
+from .model import EXPECTED_INCONCLUSIVE, EXPECTED_LEAK, failures_first, one_line, redaction_banner, shown_verdict
 
 ICONS = {"FAIL": "\u274c FAIL", "pass": "\u2705 pass", "measured": "\u2139\ufe0f measured"}
 _BACKTICKS = re.compile(r"`+")
@@ -62,6 +62,8 @@ def render_markdown(report: dict[str, Any], report_path: str | None = None) -> s
     if s.get("inconclusive"):
         verdict += f"; **{s['inconclusive']} inconclusive** (cut short by their budget: not a pass)"
     lines = [f"## pytest-privleak: {verdict}", ""]
+    if s.get("redacted"):
+        lines += [code(redaction_banner(s["redacted"])), ""]
     lines += ["| verdict | test | metric | canary / target | value | interval | limit | chance |",
               "|---|---|---|---|---:|---:|---:|---:|"]
     rows = []
@@ -76,6 +78,12 @@ def render_markdown(report: dict[str, Any], report_path: str | None = None) -> s
             rows.append((failures_first(test["outcome"]),
                          f"| {_cell(test['outcome'])} | {_cell(test['nodeid'])} | | no result recorded | | | | |"))
     lines += [row for _, row in sorted(rows, key=lambda row: row[0])]   # failures first (stable within a rank)
+    remedies = [(test, r) for test in report["tests"] for r in test["results"]
+                if shown_verdict(test["outcome"], r) in ("FAIL", EXPECTED_LEAK) and r.get("remedy")]
+    if remedies:   # what to do about each leak, right under the table (issue 34 item 3)
+        lines += ["", "**What to do:**", ""]
+        lines += [f"- {code(test['nodeid'])} {code(r.get('label') or r['name'])}: {code(one_line(r['remedy']))}"
+                  for test, r in remedies]
     lines += _dp_lines(report)
     for w in report["run"]["workers"]:
         if w["status"] == "crashed":

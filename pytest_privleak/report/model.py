@@ -6,7 +6,7 @@ Shape (versioned by :data:`SCHEMA_VERSION`, described by ``schema.json``)::
      "run": {"seed", "xdist", "workers": [{"id", "host", "hostname", "device", "gpu", "status", "error",
                                            "crashed_test"}]},
      "summary": {"tests", "results", "passed", "failed", "measured", "leaking",
-                 "expected_leaks", "expected_leaking"},
+                 "expected_leaks", "expected_leaking", "redacted"},
      "tests": [{"nodeid", "outcome", "duration", "worker", "host", "device", "seed",
                 "results": [{"key", "name", LeakResult fields..., "device", "seed", "target_hash"}]}],
      "baseline": null | {"path", "passed", "compared", "regressions", "improvements", "invalid", "new",
@@ -127,6 +127,38 @@ def failures_first(shown: str) -> int:
     return SHOWN_ORDER.get(shown, 4)
 
 
+def is_redacted(result: dict[str, Any]) -> bool:
+    """Whether the result shows a secret from the team's data (or PII) redacted: its evidence line
+    ``redaction`` says so (:mod:`pytest_privleak.attacks.redaction`; the PII audit's line too)."""
+    return "redacted" in str((result.get("evidence") or {}).get("redaction", ""))
+
+
+def one_line(remedy: str, limit: int = 200) -> str:
+    """The first step of a remedy, for the summary table (the whole text stays in the details): up to its first
+    ``;`` or sentence end outside parentheses after the finding, at most ``limit`` characters cut between words
+    and never inside a parenthesis, ``…`` when cut."""
+    text = " ".join(str(remedy).split())
+    depth, cut = 0, len(text)
+    for i, char in enumerate(text):
+        depth += (char == "(") - (char == ")")
+        if depth == 0 and i >= 40 and char in ";." and text[i + 1:i + 2] in (" ", ""):
+            cut = i
+            break
+    short = text[:cut]
+    if len(short) > limit:
+        short = short[:limit].rsplit(" ", 1)[0]
+    if short.count("(") > short.count(")"):   # cut inside a parenthesis: end before it opens
+        short = short[:short.rfind("(")].rstrip()
+    return short if short == text else short.rstrip(",:;.") + " \u2026"
+
+
+def redaction_banner(count: int) -> str:
+    """The line a report shows when it redacted: how many results, how, and how to see the secrets."""
+    return (f"Redacted: {count} result(s) show secrets from your data (string_pattern, custom_pattern, secret=, "
+            "PII) as <kind hash len=N>, a keyed hash; --privleak-show-secrets (show_pii=True for PII) shows them "
+            "as they are.")
+
+
 def make_test_entry(nodeid: str, outcome: str, duration: float, worker: str | None, device: str | None,
                     seed: int | None, results: Iterable[dict[str, Any]], *, host: str | None = None) -> dict[str, Any]:
     """One test of the report, its results keyed (duplicate keys in one test get ``#2``, ``#3``...)."""
@@ -160,7 +192,8 @@ def build_report(tests: list[dict[str, Any]], workers: list[dict[str, Any]], *, 
                "measured": sum(r.get("verdict") == "measured" for _, r in pairs),
                "leaking": sorted({t["nodeid"] for t, _ in failing}),
                "expected_leaks": len(expected),
-               "expected_leaking": sorted({t["nodeid"] for t, _ in expected})}
+               "expected_leaking": sorted({t["nodeid"] for t, _ in expected}),
+               "redacted": sum(is_redacted(r) for _, r in pairs)}
     created = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
     return encode({"schema": SCHEMA_ID, "version": SCHEMA_VERSION, "plugin_version": __version__,
                    "created": created, "run": {"seed": seed, "xdist": xdist, "workers": workers},

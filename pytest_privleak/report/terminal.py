@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..results import _fmt
-from .model import failures_first, shown_verdict, worker_name
+from .model import failures_first, redaction_banner, shown_verdict, worker_name
 from .printable import printable, printable_lines
 
 
@@ -76,6 +76,8 @@ def report_lines(report: dict[str, Any], collected: list, written: dict[str, Pat
     from .gate import gate_lines
 
     lines = summary_lines(collected, columns) if collected else ["no privacy results recorded"]
+    if report["summary"].get("redacted"):
+        lines.append(redaction_banner(report["summary"]["redacted"]))
     for w in report["run"]["workers"]:
         if w["status"] == "crashed":
             where = f" while running {w['crashed_test']}" if w.get("crashed_test") else ""

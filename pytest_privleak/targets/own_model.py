@@ -284,7 +284,7 @@ def train_own_model(train: Callable[..., nn.Module], dataset: Any, *, build: Cal
                                              f"{exc}") from exc
         return module
 
-    label = name or f"{getattr(train, '__qualname__', 'model')} {key[:8]}"
+    label = f"{name or getattr(train, '__qualname__', 'model')} {key[:8]}"   # the hash: the plan finds it cached
     module, _ = training.cached(cache, key, build=fresh, save=save, load=load, name=label)
     module = module.to(torch_device).eval()
     model = wrap(module) if wrap is not None else module

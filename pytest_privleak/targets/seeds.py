@@ -152,8 +152,13 @@ def train_over_seeds(train_one: Callable[[int], Any], seeds: int, *, seed: int =
     k = check_seed_count(seeds)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed={seed!r} must be an integer (the first training seed)")
+    from ..progress import events as progress
+
     order = [seed + (i + _worker_offset(k)) % k for i in range(k)]
-    trained = {s: train_one(s) for s in order}
+    trained = {}
+    for s in order:
+        with progress.part(f"seed {s - seed + 1} of {k}"):   # each training line says which seed it is
+            trained[s] = train_one(s)
     members = [trained[s] for s in range(seed, seed + k)]
     if k > 1:
         digests = {_weights_digest(m) for m in members}

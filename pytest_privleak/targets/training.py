@@ -196,7 +196,9 @@ class _Progress:
         self.start = time.perf_counter()
 
     def epoch(self, row: dict, best: bool) -> None:
-        line = (f"[privleak] {self.name} epoch {row['epoch']}/{self.epochs} train {row['train_loss']:.4f}"
+        part = progress.current_part()   # "seed 3 of 7" when trained over seeds (targets.seeds)
+        line = (f"[privleak] {self.name}{f' ({part})' if part else ''} epoch {row['epoch']}/{self.epochs} "
+                f"train {row['train_loss']:.4f}"
                 + (f" valid {row['valid_loss']:.4f}" if row["valid_loss"] is not None else "")
                 + (" *" if best else "") + f" ({row['seconds']:.1f}s)")
         logger.info(line)

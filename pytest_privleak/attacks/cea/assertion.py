@@ -13,6 +13,7 @@ from ...results import LeakResult, record, audited
 from ..candidates import DEFAULT_BUDGET
 from .attack import DEFAULT_RANKED, ExtractionReport, extract
 from ..inconclusive import check_covered
+from ..redaction import redaction_tag
 from ..remedies import CEA_RECURRENT, CEA_TRANSFORMER, TRANSFORMER, model_family
 
 #: §6 of the paper; Table 3: the three combined bring HDT to the random baseline.
@@ -110,6 +111,7 @@ def accuracy_result(report: ExtractionReport, target: Any, *, threshold: float |
         "rank_of_truth": ranks if len(ranks) > 1 else ranks[0],
         "method": report.method,
         "starts": report.starts,
+        **report.redaction,
     }
     target_info = {**target_info, "attacks": list(report.attacks), "space_sizes": list(report.space_sizes or ())}
     extra = {"hdt": report.hdt, "hdt_chance": report.chance_hdt, "correct": float(report.correct),
@@ -135,9 +137,11 @@ def measured_cea(target, canaries, *, method: str = "auto", trials: int = 10, st
 
     _check_name(name)
     models = list(target) if isinstance(target, (list, tuple)) else [target]
-    inputs = {"canaries": list(canaries) if isinstance(canaries, (list, tuple)) else [canaries],
+    items = list(canaries) if isinstance(canaries, (list, tuple)) else [canaries]
+    inputs = {"canaries": items,
               "method": method, "trials": trials, "starts": starts, "select": select, "confidence": confidence,
-              "seed": seed, "budget": budget, "ranked": ranked, "name": name, "attack": attack}
+              "seed": seed, "budget": budget, "ranked": ranked, "name": name, "attack": attack,
+              "secrets": redaction_tag(c for c in items if hasattr(c, "pattern"))}
 
     def compute() -> list[LeakResult]:
         report = run_cea(target, canaries, method=method, trials=trials, starts=starts, select=select,

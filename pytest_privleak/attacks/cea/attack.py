@@ -42,6 +42,7 @@ import torch
 
 from ...stats import clopper_pearson
 from ...finite import NonFiniteError, require_finite
+from ..redaction import redaction_note, shown_secret, shown_text
 from ..candidates import (DEFAULT_BUDGET, canary_rows, discrete_loss, enumerate_space, loss_rows,
                          most_probable_secrets, rank_of, secret_index)
 
@@ -221,7 +222,7 @@ def describe_model(index: int, model: Any, canaries: Sequence["Canary"]) -> str:
     """Who a finite-check or shape error is about: target number, class, content hash and canaries."""
     content_hash = getattr(model, "content_hash", None)
     tag = f", content hash {content_hash[:12]}" if isinstance(content_hash, str) else ""
-    texts = ", ".join(repr(c.text) for c in canaries[:3]) + (", ..." if len(canaries) > 3 else "")
+    texts = ", ".join(repr(shown_text(c)) for c in canaries[:3]) + (", ..." if len(canaries) > 3 else "")
     return f"target {index} ({type(model).__name__}{tag}) attacked for canary {texts}"
 
 
@@ -254,7 +255,7 @@ class ExtractionReport:
     """
 
     method: str
-    canaries: tuple[str, ...]                 # canary texts, by canary index
+    canaries: tuple[str, ...]                 # canary texts as shown (a team's secret redacted), by canary index
     canary_index: tuple[int, ...]             # per trial
     true: tuple[tuple[str, ...], ...]         # per trial, the secret tokens
     reconstructed: tuple[tuple[str, ...], ...]
@@ -273,6 +274,8 @@ class ExtractionReport:
     scored: tuple[int, ...] = ()              # per canary: distinct secrets whose loss was computed
     ranked: int = 1                           # secrets scored per gradient start, most probable first
     budget: int | None = None                 # auto: largest space scored exhaustively
+    shown_guesses: tuple[str, ...] = ()       # per trial, the reconstruction as shown (a team's secret redacted)
+    redaction: dict[str, str] = field(default_factory=dict)   # the evidence line saying what was redacted
 
     @property
     def n_trials(self) -> int:
@@ -373,7 +376,8 @@ class ExtractionReport:
                 f"secrets, is also over the exhaustive budget of {self.budget})")
 
     def reconstructed_texts(self) -> list[str]:
-        return [" ".join(r) for r in self.reconstructed]
+        """Each trial's reconstruction as messages show it (a guess of a team's secret redacted like the secret)."""
+        return list(self.shown_guesses) if self.shown_guesses else [" ".join(r) for r in self.reconstructed]
 
 
 def _as_targets(targets: Any, count: int) -> list[Any]:
@@ -472,12 +476,13 @@ def extract(targets: "SoftInputModel | Sequence[SoftInputModel]", canaries: "Can
                                  ranked if method == "auto" else 1, batch_size, whose))
     canary_index = tuple(i for i in range(len(items)) for _ in outcome[i].guesses)
     vocab = [c.pattern.vocabulary for c in items]
+    reconstructed = tuple(tuple(vocab[i][k] for k in g) for i in range(len(items)) for g in outcome[i].guesses)
     return ExtractionReport(
         method=method,
-        canaries=tuple(c.text for c in items),
+        canaries=tuple(shown_text(c) for c in items),
         canary_index=canary_index,
         true=tuple(items[i].secret for i in canary_index),
-        reconstructed=tuple(tuple(vocab[i][k] for k in g) for i in range(len(items)) for g in outcome[i].guesses),
+        reconstructed=reconstructed,
         losses=tuple(float(x) for i in range(len(items)) for x in outcome[i].losses),
         chance_accuracies=tuple(items[i].pattern.chance_accuracy for i in canary_index),
         chance_hdts=tuple(items[i].pattern.chance_hdt for i in canary_index),
@@ -489,7 +494,9 @@ def extract(targets: "SoftInputModel | Sequence[SoftInputModel]", canaries: "Can
         seconds=time.perf_counter() - began, attacks=tuple(attacks),
         ranks_exact=tuple(attacks[i] == "exhaustive" for i in range(len(items))),
         scored=tuple(outcome[i].scored for i in range(len(items))),
-        ranked=ranked if method == "auto" else 1, budget=budget)
+        ranked=ranked if method == "auto" else 1, budget=budget,
+        shown_guesses=tuple(shown_secret(items[i], r) for i, r in zip(canary_index, reconstructed)),
+        redaction=redaction_note(items))
 
 
 @dataclass(frozen=True)
@@ -580,7 +587,8 @@ def _exhaustive(model: Any, weights: torch.Tensor, item: "Canary", budget: int |
     p = item.pattern
     space = enumerate_space(len(p.vocabulary), p.length, budget=budget)
     prefix, v0 = canary_rows(model, item)
-    scores = discrete_loss(model, weights, prefix, v0, space, [p.intent], [p.tags], batch_size)
+    scores = discrete_loss(model, weights, prefix, v0, space, [p.intent], [p.tags], batch_size,
+                           label=f"canary extraction of {shown_text(item)}")
     require_finite(scores, what=f"the loss of {whose} on the {len(scores)} secrets of the exhaustive attack",
                    fix=FIX_BROKEN)
     best = int(scores.argmin())                       # ties: the first lowest loss in V0 order

@@ -33,6 +33,7 @@ from ...cache.results import cached_results
 from ...results import LeakResult, record, target_facts, audited
 from .attack import DEFAULT_BATCH, DEFAULT_EXACT_BUDGET, DEFAULT_REFERENCES, compute_exposure
 from ..inconclusive import check_allow_inconclusive, check_covered
+from ..redaction import redaction_note, redaction_tag, shown_text
 from ..remedies import UNKNOWN, remedy, remedy_for
 
 #: Methods that score a sample of the secret space instead of all of it.
@@ -75,12 +76,14 @@ def exposure_result(target: Any, canary: Any, *, threshold: float | None, tolera
     """Measure the exposure of ``canary`` (:func:`.exposure.compute_exposure`) as an ``exposure_bits`` result."""
     _check_name(name)
     m = compute_exposure(target, canary, **options)
+    shown = shown_text(canary)   # a secret from the team's data stays out of messages, reports, baselines
     evidence: dict[str, Any] = {
-        "canary": canary.text, "method": m.method,
+        "canary": shown, "method": m.method,
         "rank": f"{m.rank} of {m.space_size} secrets" if m.method == "exact"
                 else f"{m.rank} among {m.n_references} sampled references",
         "space_size": m.space_size, "score": round(float(m.canary_score), 6)}
     evidence.update(m.evidence)  # the attack's own lines (a Mix And Match canary: which attack ran, its rank)
+    evidence.update(redaction_note([canary]))
     extra = dict(m.extra)
     if m.fit:
         evidence["fit"] = f"skew-normal a={m.fit['a']:.3g} loc={m.fit['loc']:.4g} scale={m.fit['scale']:.4g}, " \
@@ -89,7 +92,7 @@ def exposure_result(target: Any, canary: Any, *, threshold: float | None, tolera
     return LeakResult(
         attack="exposure", metric="exposure_bits", value=m.value, threshold=threshold, direction="at_most",
         interval=m.interval, confidence=m.confidence if m.method != "exact" else None, chance=m.chance,
-        ceiling=m.ceiling, label=canary.text if name is None else name, evidence=evidence, extra=extra,
+        ceiling=m.ceiling, label=shown if name is None else name, evidence=evidence, extra=extra,
         remedy=remedy_for("exposure", target), tolerance=tolerance, target=target_facts(target))
 
 
@@ -135,7 +138,8 @@ def measured_exposure(target: Any, canary: Any, *, name: str | None = None, **op
     """The measured ``exposure_bits`` result (``threshold=None``): from the result cache when ``target`` has a
     content hash and the same call ran before (:mod:`pytest_privleak.cache.results`), else computed."""
     _check_name(name)
-    return cached_results("exposure", [target], {"canary": canary, "name": name, **options},
+    inputs = {"canary": canary, "name": name, "secrets": redaction_tag([canary]), **options}
+    return cached_results("exposure", [target], inputs,
                           lambda: [exposure_result(target, canary, threshold=None, name=name, **options)])[0]
 
 

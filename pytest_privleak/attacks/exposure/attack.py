@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from ..redaction import shown_text
 from .figure import Exposure, chance_exposure, exposure_from_scores, sampled_interval, skewnorm_exposure
 
 METHODS = ("auto", "exact", "sampled", "extrapolated", "mix-and-match")
@@ -252,7 +253,7 @@ def _checked(raw: SecretScorer, target: Any, canary: Any) -> SecretScorer:
     """``raw`` with its output checked: one finite score per candidate (NaN would rank as no exposure)."""
     from ...finite import require_finite
 
-    what = f"the scores {type(target).__name__} returned for candidate secrets of canary {canary.text!r}"
+    what = f"the scores {type(target).__name__} returned for candidate secrets of canary {shown_text(canary)!r}"
     fix = ("check the model for NaN or infinite weights and losses (retrain it, e.g. with a lower learning "
            "rate), or make its score() return finite losses")
 
@@ -261,7 +262,7 @@ def _checked(raw: SecretScorer, target: Any, canary: Any) -> SecretScorer:
         out = raw(secret_idx)
         if out.shape != (rows,):
             raise ValueError(f"{type(target).__name__} returned scores of shape {list(out.shape)} for {rows} "
-                             f"candidate sentences of canary {canary.text!r}; fix: return one score per sentence "
+                             f"candidate sentences of canary {shown_text(canary)!r}; fix: return one score per sentence "
                              "(score(utterances) -> array [N], score_token_ids(ids [N, L], ...) -> tensor [N])")
         require_finite(out, what=what, fix=fix)
         return out
@@ -335,12 +336,20 @@ def secret_scorer(target: Any, canary: Any) -> SecretScorer:
     return _checked(slow, target, canary)
 
 
-def score_secrets(scorer: SecretScorer, secrets, batch_size: int) -> np.ndarray:
-    """Scores of the candidate secrets ``[K, n]`` (V0 indices), ``batch_size`` rows per forward pass."""
+def score_secrets(scorer: SecretScorer, secrets, batch_size: int, *, label: str | None = None) -> np.ndarray:
+    """Scores of the candidate secrets ``[K, n]`` (V0 indices), ``batch_size`` rows per forward pass.
+
+    ``label``: what the scoring is of (``"exposure of my pin code is 1 2 3 4"``); a scoring that runs longer
+    than a few seconds then shows its progress, secrets scored of the space (:class:`~...progress.work.Work`).
+    """
+    from ...progress.work import Work
+
     out = np.empty(secrets.shape[0], dtype=np.float64)
-    for start in range(0, secrets.shape[0], batch_size):
-        chunk = secrets[start:start + batch_size]
-        out[start:start + chunk.shape[0]] = scorer(chunk)
+    with Work(label or "exposure", secrets.shape[0], unit="secret", phase="scored") as work:
+        for start in range(0, secrets.shape[0], batch_size):
+            chunk = secrets[start:start + batch_size]
+            out[start:start + chunk.shape[0]] = scorer(chunk)
+            work.advance(chunk.shape[0])
     return out
 
 
@@ -363,7 +372,7 @@ def check_arguments(canary: Any, method: str, confidence: float, **integers: Any
     if method == "mix-and-match" and not isinstance(canary, MaskCanary):
         raise ValueError("method='mix-and-match' ranks one token of a labelled sentence and needs a MaskCanary; "
                          "fix: pass mask_canary('i bought new towels .', 'Intent'), or use method='auto' for "
-                         f"canary {canary.text!r}")
+                         f"canary {shown_text(canary)!r}")
     for name, value in integers.items():
         low, example = _INTEGER_ARGUMENTS[name]
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
@@ -405,16 +414,17 @@ def compute_exposure(target: Any, canary: Any, *, method: str = "auto", referenc
     from ..candidates import enumerate_space, secret_index
 
     scorer = secret_scorer(target, canary)
+    label = f"exposure of {shown_text(canary)}"   # the progress of a long scoring names the canary, redacted
     number = secret_index(canary.secret_indices, base)
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x6578706F]))  # "expo"
     refs = None if method == "exact" else distinct_references(rng, size, number, references)
     if refs is None:   # exact, or references that would be every other secret
         space = enumerate_space(base, length, budget=None)
-        exact = exact_from_scores(score_secrets(scorer, space, batch_size), number)
+        exact = exact_from_scores(score_secrets(scorer, space, batch_size, label=label), number)
         return exact if method == "exact" else dataclasses.replace(
             exact, evidence={**exact.evidence, **whole_space_note(method, references, size)})
     secrets = space_digits(np.concatenate([[number], refs]), base, length)
-    scores = score_secrets(scorer, secrets, batch_size)
+    scores = score_secrets(scorer, secrets, batch_size, label=label)
     if method == "sampled":
         return sampled_from_scores(scores[0], scores[1:], size, confidence)
     return extrapolated_from_scores(scores[0], scores[1:], size, rng, confidence, bootstrap)

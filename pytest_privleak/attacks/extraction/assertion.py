@@ -25,6 +25,8 @@ from ...stats import clopper_pearson
 from .attack import DEFAULT_BEAMS, DEFAULT_SAMPLES, DEFAULT_TOP_K, ExtractionMeasurement, extract_by_generation
 from .search import DEFAULT_MAX_EXPANSIONS, DEFAULT_SEARCH_BATCH
 from ..inconclusive import check_allow_inconclusive, check_covered
+from ..redaction import redaction_note, redaction_tag
+from ...canaries import as_canary_list
 
 REMEDY = ("the model completes the canary's prefix with its secret: keep such secrets out of the training data "
           "(scrub or mask them, de-duplicate repeated records: repetition drives memorisation), train fewer epochs "
@@ -65,6 +67,7 @@ def extraction_result(model: Any, canaries: Any, m: ExtractionMeasurement, *, co
     evidence: dict[str, Any] = {"method": m.method, "why": m.why}
     for i, c in enumerate(m.canaries):
         evidence["canary" if n == 1 else f"canary {i + 1}"] = f"{c.canary!r}: {_line(c)}"
+    evidence.update(redaction_note(as_canary_list(canaries)))
     if n == 1 and k == 0:
         low, high = clopper_pearson(0, 1, confidence)
         evidence["what a pass shows"] = (f"one canary, not extracted: the rate's {confidence:.0%} interval is "
@@ -97,6 +100,7 @@ def _measured(model, canaries, *, name, confidence, **options) -> LeakResult:
         return [extraction_result(model, canaries, m, confidence=confidence, name=name)]
 
     inputs = {"canaries": canaries, "name": name, "confidence": confidence,
+              "secrets": redaction_tag(as_canary_list(canaries)),
               **{k: v for k, v in options.items() if k != "tokenizer"}}
     models = [model] if options.get("tokenizer") is None else [model, options["tokenizer"]]
     return cached_results("extraction", models, inputs, compute)[0]

@@ -32,6 +32,7 @@ from typing import Any
 
 from ...adapters.generation import DEFAULT_TOP_K, check_sampling, check_seed, generate, generator_for
 from ...canaries import Canary, as_canary_list
+from ..redaction import shown_secret, shown_text
 from .search import DEFAULT_MAX_EXPANSIONS, DEFAULT_SEARCH_BATCH, shortest_path_search
 
 METHODS = ("auto", "shortest-path", "beam", "sampling", "greedy")
@@ -107,8 +108,9 @@ def _ranked(guesses: Sequence[tuple[str, ...]], by_frequency: bool) -> list[tupl
 
 def _outcome(canary: Canary, ranked: list[tuple[str, ...]], budget: int, **search: Any) -> CanaryExtraction:
     rank = ranked.index(canary.secret) + 1 if canary.secret in ranked else None
-    return CanaryExtraction(canary.text, " ".join(canary.secret), [" ".join(g) for g in ranked], rank, budget,
-                            canary.pattern.space_size, **search)
+    # texts as messages show them: a secret from the team's data and every guess of it redacted
+    return CanaryExtraction(shown_text(canary), shown_secret(canary), [shown_secret(canary, g) for g in ranked], rank,
+                            budget, canary.pattern.space_size, **search)
 
 
 def why_auto() -> str:

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from ...data.types import Utterance
+from ...progress import events as progress
 from .records import training_form
 
 
@@ -300,7 +301,8 @@ def train_references(recipe: TargetRecipe, candidates: Sequence[Utterance], popu
             break
         for j in range(len(models), len(models) + size):
             began = time.perf_counter()
-            models += fit([j])
+            with progress.part(f"reference {j + 1} of {k}"):   # each training line says which reference
+                models += fit([j])
             slowest = max(slowest, time.perf_counter() - began)
     trained = len(models)
     note = "" if budget is None else _budget_note(trained, k, online, budget, time.perf_counter() - start, slowest)

@@ -13,13 +13,18 @@ from html import escape
 
 from ...results import _fmt
 
-VERDICT_COLOURS = {"FAIL": "#cf222e", "pass": "#1a7f37", "measured": "#0969da"}
+#: Bar colours: a leak red, a pass green, a bare measurement blue, a declared (expected) leak amber, the
+#: colour of the report's "expected leak" badge, so it never reads as a real failure.
+EXPECTED = "expected leak"
+VERDICT_COLOURS = {"FAIL": "#cf222e", "pass": "#1a7f37", "measured": "#0969da", EXPECTED: "#bf8700"}
 MARK_STYLES = {
     "chance": 'stroke="#57606a" stroke-width="2" stroke-dasharray="4 3"',
     "threshold": 'stroke="#cf222e" stroke-width="3"',
     "ceiling": 'stroke="#24292f" stroke-width="3"',
 }
-WIDTH, LABEL_W, RIGHT_PAD, ROW_H, TOP, BOTTOM = 720, 230, 70, 24, 28, 30
+WIDTH, LABEL_W, RIGHT_PAD, ROW_H, TOP, BOTTOM = 900, 330, 70, 24, 28, 30
+#: Characters of a bar's label that fit left of the plot (12 px text in ``LABEL_W``).
+LABEL_CHARS = 48
 
 
 @dataclass
@@ -64,20 +69,52 @@ def _finite(values) -> list[float]:
 
 
 def scale_max(bars: list[Bar]) -> float:
-    """Right end of the axis: the largest finite figure or mark, padded by 5 %, up to a round number."""
-    candidates = []
+    """Right end of the axis: the figure's own range where it has one, else a round number.
+
+    A figure with a ceiling (a rate's 1, an exposure's ``log2 |R|``) ends at the largest of its ceilings,
+    figures and marks, exactly: a 0-1 figure ends at 1 and a 13.3-bit exposure at 13.3, not at the next
+    round number (issue 34: they ran to 2 and 20). Without a ceiling the largest figure or mark, padded by
+    5 %, goes up to a round number.
+    """
+    candidates, ceilings = [], []
     for bar in bars:
         candidates += _finite([bar.value, *(bar.interval or ()), *bar.marks.values()])
+        ceilings += _finite([bar.marks.get("ceiling")])
     top = max(candidates, default=1.0)
+    if ceilings and top > 0:
+        return top
     return nice_axis(top * 1.05 if top > 0 else 1.0)[0]
 
 
-def short_label(text: str, limit: int = 30) -> str:
-    """Shorten with a middle ellipsis: test names differ at their ends as often as at their starts."""
+def axis_ticks(top: float) -> list[float]:
+    """Round ticks up to ``top``, and ``top`` itself when it is not one and stands clear of the last."""
+    step = nice_axis(top)[1]
+    ticks = [k * step for k in range(int(math.floor(top / step * (1 + 1e-9))) + 1)]
+    if top - ticks[-1] > 0.3 * step:
+        ticks.append(top)
+    return ticks
+
+
+#: Where a long label may break: after a test path's ``::``, a ``/``, a space, ``_`` or ``-`` (never inside a word).
+_BREAKS = ("::", "/", " ", "_", "-")
+
+
+def short_label(text: str, limit: int = LABEL_CHARS) -> str:
+    """``text`` in ``limit`` characters, shortened after a ``::``, ``/``, space, ``_`` or ``-``, never inside a word.
+
+    The end is kept (test names and labels differ at their ends): ``…test_pin_said_once``. Only a single
+    word longer than ``limit`` is cut, keeping its end.
+    """
     if len(text) <= limit:
         return text
-    head = (limit - 1) // 2
-    return text[:head] + "\u2026" + text[-(limit - 1 - head):]
+    cut = None
+    for i in range(len(text) - limit + 1, len(text)):
+        if any(text.startswith(mark, i - len(mark)) for mark in _BREAKS):
+            cut = i
+            break
+    if cut is None:
+        return "\u2026" + text[-(limit - 1):]
+    return "\u2026" + text[cut:].lstrip()
 
 
 #: What the title says of each direction: the side of the axis where leakage lies.
@@ -128,11 +165,11 @@ def bar_chart(title: str, bars: list[Bar], worse: str | None = None) -> str:
     axis_y = TOP + ROW_H * len(bars) + 4
     parts.append(f'<line x1="{LABEL_W}" x2="{LABEL_W + plot_w}" y1="{axis_y}" y2="{axis_y}" stroke="#8c959f"/>')
     step = nice_axis(top_value)[1]
-    for k in range(int(round(top_value / step)) + 1):   # round ticks: 0, step, 2 step, ... up to the axis end
-        tick = k * step
+    for tick in axis_ticks(top_value):   # round ticks 0, step, 2 step, ..., and the axis end (a ceiling)
         tx = LABEL_W + plot_w * tick / top_value
+        text = f"{tick:g}" if abs(tick / step - round(tick / step)) < 1e-9 else sig3(tick)
         parts.append(f'<line x1="{tx:.1f}" x2="{tx:.1f}" y1="{axis_y}" y2="{axis_y + 4}" stroke="#8c959f"/>')
         parts.append(f'<text x="{tx:.1f}" y="{axis_y + 16}" text-anchor="middle" class="tick">'
-                     f"{escape(f'{tick:g}')}</text>")
+                     f"{escape(text)}</text>")
     parts.append("</svg>")
     return "".join(parts)

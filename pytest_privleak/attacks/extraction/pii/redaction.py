@@ -7,13 +7,15 @@ stays the same across runs (labels and baselines stay stable), but it is keyed:
 an HMAC-SHA256 whose key is derived from the training texts themselves (or a
 ``salt`` the user gives, e.g. a CI secret), so a reader without the data cannot
 hash the ``10^10`` phone numbers and look the item up.  ``show_pii=True`` is the
-explicit opt-in to print texts as they are.
+explicit opt-in to print texts as they are. The keyed hash itself is shared with the
+redaction of the team's canary secrets (:func:`pytest_privleak.attacks.redaction.redact`).
 """
 from __future__ import annotations
 
 import hashlib
-import hmac
 from collections.abc import Iterable
+
+from ...redaction import redact
 
 __all__ = ["redaction_key", "redact"]
 
@@ -32,9 +34,3 @@ def redaction_key(texts: Iterable[str], salt: str | bytes | None = None) -> byte
     for text in texts:
         digest.update(text.encode("utf-8") + b"\x00")
     return digest.digest()
-
-
-def redact(kind: str, text: str, key: bytes) -> str:
-    """``<kind hash8 len=N>``: the item without its text."""
-    tag = hmac.new(key, f"{kind}\x00{text}".encode("utf-8"), hashlib.sha256).hexdigest()[:8]
-    return f"<{kind} {tag} len={len(text)}>"
