@@ -48,6 +48,7 @@ _PUBLIC = {
     "measure_dp_training": ".assertions",
     "generate_from_prefixes": ".adapters.generation",
     "canary": ".canaries",
+    "CanarySet": ".canaries",
     "custom_pattern": ".canaries",
     "string_pattern": ".canaries",
     "inject_canaries": ".canaries",

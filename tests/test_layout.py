@@ -152,7 +152,7 @@ def test_every_wing_says_its_role(wing):
 
 #: The attack families of ``attacks/`` (issue 31): one sub-package each, and what they share at its root.
 FAMILIES = {"cea", "exposure", "membership", "extraction", "mix_and_match"}
-SHARED_BY_FAMILIES = {"__init__", "candidates", "inconclusive", "over_seeds", "remedies", "moved"}
+SHARED_BY_FAMILIES = {"__init__", "candidates", "inconclusive", "over_seeds", "over_canaries", "remedies", "moved"}
 MAX_MODULES_PER_WING = 15
 
 

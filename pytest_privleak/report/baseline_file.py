@@ -72,7 +72,8 @@ def _signed_text(data: dict[str, Any]) -> dict[str, str]:
 
     return {str(r.get("key")): json.dumps(encode([r.get("attack"), r.get("metric"), r.get("direction"),
                                                   r.get("value"), r.get("tolerance")]
-                                                 + ([r["per_seed"]] if r.get("per_seed") else [])),
+                                                 + ([r["per_seed"]] if r.get("per_seed") else [])
+                                                 + ([r["per_canary"]] if r.get("per_canary") else [])),
                                           separators=(",", ":"))
             for t in data.get("tests", []) for r in t.get("results", [])}
 
@@ -83,7 +84,7 @@ def sign(data: dict[str, Any]) -> dict[str, Any]:
     if secret is None:
         return data
     return {**data, SIGNATURE_FIELD: {"hmac": signature(_SIGNED, _signed_text(data), secret),
-                                      "covers": "each entry's key, attack, metric, direction, value, tolerance and per-seed figures"}}
+                                      "covers": "each entry's key, attack, metric, direction, value, tolerance, per-seed and per-canary figures"}}
 
 
 def check_signature(data: dict[str, Any], path: Path) -> None:
