@@ -117,3 +117,22 @@ def test_the_baseline_signature_covers_the_per_canary_figures(monkeypatch, tmp_p
     signed["tests"][0]["results"][0]["per_canary"] = [[3.0, 1.0], [4.0, 2.0]]
     with pytest.raises(ReportFileError, match="signature does not match"):
         check_signature(signed, tmp_path / "base.json")
+
+
+def test_redrawn_canary_sets_compare_the_means_by_both_sides_variance_components():
+    from scipy.stats import t as student
+
+    from pytest_privleak.report.seed_rule import redrawn_sets_test
+
+    before, after = np.array([[0.0, 4.0], [2.0, 6.0]]), np.array([[1.0, 5.0], [3.0, 7.0]])
+    # each side: mean 3 (4), Var(mean) = 5 with 25/17 df (tests/test_canary_sets.py derives it); the difference
+    # 1 over sqrt(5 + 5); Satterthwaite: 10^2 / (5^2 / (25/17) + 5^2 / (25/17)) = 100 / 34
+    worse, better, rule = redrawn_sets_test(before, after, "at_most")
+    assert worse == pytest.approx(float(student.sf(1 / math.sqrt(10), 100 / 34)))
+    assert better == pytest.approx(1 - worse) and "the canary sets differ" in rule
+    seeds = [float(v) for v in before.mean(axis=1)]
+    run = [float(v) for v in after.mean(axis=1)]
+    judged = compare(_report(run, table=after, canary_set="s2"), _report(seeds, table=before, canary_set="s1"), {},
+                     "b.json")
+    assert judged["seeds"][0]["rule"].startswith("one-sided t of the means over seeds and canaries")
+    assert judged["seeds"][0]["p_value"] == pytest.approx(worse)
