@@ -136,3 +136,30 @@ def test_redrawn_canary_sets_compare_the_means_by_both_sides_variance_components
                      "b.json")
     assert judged["seeds"][0]["rule"].startswith("one-sided t of the means over seeds and canaries")
     assert judged["seeds"][0]["p_value"] == pytest.approx(worse)
+
+
+def test_the_same_seeds_on_both_sides_are_compared_in_pairs():
+    from pytest_privleak.report.seed_rule import flips, paired_test
+
+    assert flips(3).tolist()[0] == [1.0, 1.0, 1.0] and len({tuple(r) for r in flips(3).tolist()}) == 8
+    # every difference +1: only the observed signs (of 2^7 = 128) give the largest paired t
+    assert paired_test([0.0] * 7, [1.0] * 7)["paired"] == pytest.approx(1 / 128)
+    # a seed effect shared by both sides (one seed's models memorise more): the differences are all about +1,
+    # the paired rule sees it, the unpaired split test does not (the seeds' spread hides it)
+    base = [0.0, 4.0, 1.0, 5.0, 2.0, 6.0, 3.0]
+    run = [b + 1.0 + 0.1 * (i % 2) for i, b in enumerate(base)]
+    same = {"canary_set": "s1", "seeds": list(range(7))}
+
+    def rep(values, target):
+        r = _report(values, tolerance=0.5)
+        r["tests"][0]["results"][0]["target"] = target
+        return r
+
+    paired = compare(rep(run, same), rep(base, same), {}, "b.json")
+    (change,) = paired["regressions"]
+    assert "sign flips of the 7 seeds both sides trained" in change["rule"] and change["p_value"] == pytest.approx(1 / 128)
+    unpaired = compare(rep(run, {**same, "seeds": list(range(50, 57))}), rep(base, same), {}, "b.json")
+    assert not unpaired["regressions"] and "splits of the 14 seeds" in unpaired["seeds"][0]["rule"]
+    # the same figures on both sides: nothing changed
+    untouched = compare(rep(base, same), rep(base, same), {}, "b.json")
+    assert untouched["seeds"][0]["rule"] == "the same seeds gave the same figures on both sides"
