@@ -35,7 +35,7 @@ def _fmt(x: float | None) -> str:
 
 # extras that count things (seeds, references, trials): printed as integers, not "7.000"
 _COUNT_EXTRAS = frozenset({"seeds", "worst_seed", "n_references", "k_requested", "successes", "trials",
-                           "extracted", "canaries", "items"})
+                           "extracted", "canaries", "items", "canary_count", "pooled_successes", "pooled_trials"})
 
 
 @dataclass

@@ -291,7 +291,8 @@ def aggregate(members: Sequence[LeakResult], seeds: Sequence[int]) -> LeakResult
         over = sum(_violates(direction, v, threshold) for v in summary.values)
         extra["share_over_limit"] = over / len(members)
         evidence["verdict on"] = (_observed_verdict(summary, direction, threshold, seeds, confidence) if observed
-                                  else f"the one-sided {confidence:.0%} {side} bound over seeds ({_fmt(bound)}), "
+                                  else f"the one-sided {confidence:.0%} {side} bound over seeds"
+                                  f"{' and canaries' if table is not None else ''} ({_fmt(bound)}), "
                                   f"not the mean: a pipeline that plausibly leaks fails; {over} of {len(members)} "
                                   f"seeds {'violate' if over != 1 else 'violates'} the limit, the worst is seed "
                                   f"{seeds[worst_i]} ({_fmt(summary.values[worst_i])})")
