@@ -233,3 +233,58 @@ def test_a_rate_over_seeds_is_pooled_unless_the_canaries_disagree():
     # one success per seed, a different canary each time: homogeneous, the exact pooled interval stands
     spread = aggregate([member(tuple(float(j == i % 4) for j in range(4))) for i in range(7)], list(range(7)))
     assert "widened" not in spread.evidence["over seeds"] and "Clopper-Pearson" in spread.evidence["over seeds"]
+
+
+class PlantedGenerator:
+    """A TokenGenerator over the digits 0-9: a digit that continues a planted secret gets 0.9 of the mass
+    (shared among such digits), every other digit shares the rest."""
+
+    eos_id = None
+    vocab_size = 10
+
+    def __init__(self, planted):
+        self.planted = [tuple(int(d) for d in p.split()) for p in planted]
+
+    def encode_prefix(self, words):
+        return []
+
+    def encode_words(self, words):
+        return [[int(w)] for w in words]
+
+    def decode(self, ids):
+        return [str(i) for i in ids]
+
+    def _log_probs(self, state):
+        rows = []
+        for done in state:
+            done = list(done)
+            hot = {p[len(done)] for p in self.planted if len(done) < len(p) and p[:len(done)] == tuple(done)}
+            probs = torch.full((10,), 0.1 / max(10 - len(hot), 1))
+            for d in hot:
+                probs[d] = 0.9 / len(hot)
+            rows.append(torch.log(probs / probs.sum()))
+        return torch.stack(rows)
+
+    def start(self, prefixes):          # a row is the digits said so far (the prefix encodes to nothing)
+        state = [list(row) for row in prefixes]
+        return self._log_probs(state), state
+
+    def step(self, state, tokens):
+        state = [row + [int(t)] for row, t in zip(state, torch.as_tensor(tokens).view(-1).tolist())]
+        return self._log_probs(state), state
+
+    def select(self, state, rows):
+        return [state[int(r)] for r in torch.as_tensor(rows).view(-1).tolist()]
+
+
+def test_extraction_of_a_set_looks_for_each_member_among_the_non_member_guesses():
+    from pytest_privleak.attacks.extraction.assertion import measure_extraction
+
+    planted = ["1 2 3 4", "5 6 7 8"]
+    pins = CanarySet(tuple(canary("pin", secret=s) for s in (*planted, "9 9 9 0")))
+    result = measure_extraction(PlantedGenerator(planted), pins, samples=1)
+    # one guess each: the most likely secret that is not another member is the member itself when planted
+    assert result.extra["extracted"] == 2 and result.extra["canaries"] == 3
+    assert result.per_canary == ((1.0, 1.0, 0.0),) and result.label == "3 pin canaries: my pin code is _ _ _ _"
+    listed = measure_extraction(PlantedGenerator(planted), list(pins), samples=1)   # a plain list: one guess in all
+    assert listed.extra["extracted"] == 1
