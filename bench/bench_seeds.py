@@ -120,7 +120,12 @@ def pairs(n_base: int, n_run: int, k: int, count: int, rng: random.Random, same:
                         + [("base", i) for i in chosen[k:]]))
         else:
             base = rng.sample(range(n_base), k)
-            run = rng.sample([i for i in range(n_run) if i not in base] or range(n_run), k)
+            free = [i for i in range(n_run) if i not in base]
+            if len(free) < k:      # a small run pool: take its seeds first, the baseline's among the others
+                run = rng.sample(range(n_run), k)
+                base = rng.sample([i for i in range(n_base) if i not in run], k)
+            else:
+                run = rng.sample(free, k)
             out.append((base, [("run", i) for i in run]))
     return out
 
