@@ -1,7 +1,7 @@
 """Benchmark of membership inference (issue 18): loss, calibrated loss, LiRA and RMIA side by side; one table per run.
 
-    python bench/bench_membership.py [--targets joint,bert] [--max-k 4] [--n-train 300] [--n-population 600]
-                                     [--n-test 1200] [--cache-dir DIR] [--seed 0]
+    python bench/bench_membership.py [--targets own,causal,bert] [--max-k 4] [--n-train 300] [--n-population 600]
+                                     [--n-test 1000] [--cache-dir DIR] [--seed 0] [--online] [--art]
 
 Per target, one run on the same target, members and non-members, all drawn
 from one distribution: the corpus's training split (its seen slot values),
@@ -17,11 +17,19 @@ DeLong's interval, TPR at 0.1 % and 1 % FPR (Clopper-Pearson intervals in
 the library's results), the attack's own seconds (scoring + maths) and the
 seconds to train its k references in this run (0 when all came from the cache).
 
-Targets: ``joint`` = the built-in joint BiLSTM-CRF (paper defaults) on the
-bundled realistic corpus (``generate_snips_like(unseen_share=0.5)``);
-``bert`` = the transformer classifier on the project's tiny BERT (5 epochs,
-no early stopping); ``lm`` = the built-in LSTM language model (40 epochs).
-IBM ART's black-box attack (``MembershipInferenceBlackBox``, a learned attack
+Targets: ``own`` = a team's own classifier (``bench/own_classifier.py``: an
+embedding bag and an MLP, its own loop, 30 epochs, through ``train_own_model``,
+its references by the same recipe); ``causal`` = the built-in causal LM (the
+tiny GPT-2 fine-tuned 12 epochs), whose pretrained base is a free reference
+(the ``base`` rows: no training); ``bert`` = the transformer classifier on the
+project's tiny BERT (5 epochs, no early stopping); ``joint`` = the built-in
+joint BiLSTM-CRF (paper defaults); ``lm`` = the built-in LSTM language model
+(40 epochs); all on the bundled realistic corpus
+(``generate_snips_like(unseen_share=0.5)``). The ``k (trainings)`` column
+counts the reference models each row needed; the ``auto`` rows run every
+method the inputs allow on the same scores (k references) and show, per
+figure, the one that won it (intervals at the Bonferroni share of 95 %).
+With ``--art``, IBM ART's black-box attack (``MembershipInferenceBlackBox``, a learned attack
 model, PyPI ``adversarial-robustness-toolbox``, a bench-only extra that needs
 scikit-learn) runs on the same signal, each record's loss: it is supervised,
 so it is cross-fitted (its attack model trained on one half of the members
@@ -41,7 +49,8 @@ import warnings
 
 import torch
 
-from pytest_privleak.attacks.membership.attack import membership_inference
+from pytest_privleak.attacks.membership.attack import measure_methods, membership_inference, pick
+from pytest_privleak.attacks.membership.base_reference import base_of
 from pytest_privleak.attacks.membership.references import ReferenceSet, TargetRecipe, train_references
 from pytest_privleak.cache.targets import TargetCache
 from pytest_privleak.data.synthetic import generate_snips_like
@@ -51,6 +60,8 @@ TARGETS = {
     "joint": ("joint-bilstm-crf", {"progress": False}),
     "bert": ("transformer-classifier", {"epochs": 5, "early_stopping": False}),
     "lm": ("lstm-lm", {"epochs": 40, "progress": False}),
+    "causal": ("causal-lm", {"progress": False}),
+    "own": ("own", {"epochs": 30}),           # bench/own_classifier.py through train_own_model
 }
 
 
@@ -62,6 +73,25 @@ def _row(name: str, k: str, m, attack_s: float, train_s: float) -> str:
     tpr = {p.fpr: (f"{p.tpr:.3f}" if p.measurable else "n/a") for p in m.points}
     return (f"| {name} | {k} | {m.auc:.3f} ({m.interval[0]:.3f}-{m.interval[1]:.3f}) | {tpr[0.001]} | {tpr[0.01]} | "
             f"{attack_s:.1f} | {train_s:.0f} |")
+
+
+def _train(kind: str, data, cache, config: dict):
+    """The bench target: a built-in kind, or the own classifier of ``bench/own_classifier.py``."""
+    if kind != "own":
+        return train_target(kind, data, cache=cache, seed=0, **config)
+    from pytest_privleak.targets.own_model import train_own_model
+
+    import own_classifier as own
+
+    return train_own_model(own.train, data, build=own.untrained, wrap=own.Scorer, cache=cache, **config)
+
+
+def _recipe(kind: str, data, cache, config: dict) -> TargetRecipe:
+    if kind != "own":
+        return TargetRecipe(data, kind=kind, config=config, cache=cache)
+    import own_classifier as own
+
+    return TargetRecipe(data, train=own.train, build=own.untrained, wrap=own.Scorer, config=config, cache=cache)
 
 
 def _member_probability(attack, feats):
@@ -129,9 +159,9 @@ def bench_target(label: str, args, cache: TargetCache) -> list[str]:
     # non-members and population in the test split (never trained on), so the target knows their labels
     data = corpus.replace(train=tuple(members), test=tuple(non_members + population))
     began = time.perf_counter()
-    target = train_target(kind, data, cache=cache, seed=0, **config)
+    target = _train(kind, data, cache, config)
     target_s = time.perf_counter() - began
-    recipe = TargetRecipe(data, kind=kind, config=config, cache=cache)
+    recipe = _recipe(kind, data, cache, config)
     ref_s = []
     for j in range(1, args.max_k + 1):         # one at a time, to time each; the same halves as one call of max_k
         began = time.perf_counter()
@@ -140,7 +170,7 @@ def bench_target(label: str, args, cache: TargetCache) -> list[str]:
     lines = [f"{label}: {kind} {config}, {len(members)} members, {len(non_members)} non-members, "
              f"{len(population)} population records; target trained/loaded in {target_s:.0f} s, references "
              f"{', '.join(f'{s:.0f}' for s in ref_s)} s", "",
-             "| method | k | AUC (95 % CI) | TPR @ 0.1 % FPR | TPR @ 1 % FPR | attack s | training s |",
+             "| method | k (trainings) | AUC (95 % CI) | TPR @ 0.1 % FPR | TPR @ 1 % FPR | attack s | training s |",
              "|---|---|---|---|---|---|---|"]
 
     def run(name, k, train_s, **kwargs):
@@ -156,20 +186,38 @@ def bench_target(label: str, args, cache: TargetCache) -> list[str]:
         return m
 
     run("loss", "0", 0.0, method="loss")
-    lines.append(art_row(target, members, non_members, args.seed))
-    print(lines[-1], flush=True)
+    if args.art:
+        lines.append(art_row(target, members, non_members, args.seed))
+        print(lines[-1], flush=True)
     if hasattr(target, "token_log_probs"):
         run("Min-K% Prob (k = 20 %)", "0", 0.0, method="min-k")
-    run("zlib ratio", "0", 0.0, method="zlib")
+        run("zlib ratio", "0", 0.0, method="zlib")
+    if base_of(target) is not None:
+        run("base reference (after EZ-MIA)", "0", 0.0, method="base")
     run("reference (calibrated loss)", "1", ref_s[0], method="reference", reference=refs.models[0])
     ks = [k for k in (1, 2, 4, 8, 16) if k <= args.max_k]
     for k in ks:
         sub = _prefix(refs, k)
         run("LiRA offline", str(k), sum(ref_s[:k]), method="lira", references=sub)
         run("RMIA offline", str(k), sum(ref_s[:k]), method="rmia", references=sub)
+    lines += auto_rows(target, members, non_members, _prefix(refs, ks[-1]), sum(ref_s[:ks[-1]]))
     if args.online:
         lines += online_rows(target, recipe, members, non_members, population, args)
     return lines
+
+
+def auto_rows(target, members: list, non_members: list, refs: ReferenceSet, train_s: float) -> list[str]:
+    """``auto`` with the references: every method runs on the same scores; the row per figure is the strongest's,
+    its interval at the Bonferroni share, and the method that won it."""
+    began = time.perf_counter()
+    ran = measure_methods(target, members, non_members, references=refs, exposed=0)
+    attack_s = time.perf_counter() - began
+    out = []
+    for select, what in (("auc", "AUC"), (0.001, "TPR @ 0.1 %"), (0.01, "TPR @ 1 %")):
+        best = pick(ran, select)
+        out.append(_row(f"auto by {what}: {best.method} ({len(ran)} methods)", str(refs.k), best, attack_s, train_s))
+        print(out[-1], flush=True)
+    return out
 
 
 def online_rows(target, recipe: TargetRecipe, members: list, non_members: list, population: list,
@@ -198,7 +246,7 @@ def online_rows(target, recipe: TargetRecipe, members: list, non_members: list, 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--targets", default="joint,bert")
+    parser.add_argument("--targets", default="own,causal,bert")
     parser.add_argument("--max-k", type=int, default=4)
     parser.add_argument("--n-train", type=int, default=300)
     parser.add_argument("--n-population", type=int, default=600)
@@ -207,6 +255,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--online", action="store_true", help="also the online setting (members vs as many "
                         "non-members, references on halves of those)")
+    parser.add_argument("--art", action="store_true", help="also IBM ART's black-box attack (needs "
+                        "adversarial-robustness-toolbox and scikit-learn)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")

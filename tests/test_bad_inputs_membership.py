@@ -142,3 +142,51 @@ def test_online_references_train_on_as_many_records_as_the_target():
         train_references(recipe, candidates, [utt(5000 + i) for i in range(50)], k=2, online=True)
     pool = refs._online_pool(tuple(candidates[:10]), tuple(utt(5000 + i) for i in range(200)), n)
     assert len(pool) == 2 * n and pool[:10] == tuple(candidates[:10])   # topped up from the population
+
+
+class Predicts(Returns):
+    """A scorer with per-piece predictions (``rows``) and, optionally, a base of the same kind."""
+
+    def __init__(self, rows, base=None):
+        super().__init__(1.0)
+        self.rows, self.base = rows, base
+
+    def token_predictions(self, utterances):
+        return [self.rows for _ in utterances]
+
+    def base_reference(self):
+        return self.base
+
+
+def test_the_base_method_without_a_base_names_the_fix():
+    with pytest.raises(ValueError, match=r"method='base' needs the pretrained model .*base=base_model"):
+        membership_inference(Predicts((np.array([-1.0]), np.array([True]))), MEMBERS, NON_MEMBERS, method="base")
+
+
+def test_a_base_that_reads_another_tokenizer_is_refused():
+    target = (np.array([-1.0, -2.0]), np.array([True, False]))
+    base = Predicts((np.array([-1.0, -2.0, -0.5]), np.array([True, True, True])))
+    with pytest.raises(ValueError, match=r"the base scores 3 pieces, the target 2.*base must read the target's "
+                                         r"tokenizer"):
+        membership_inference(Predicts(target, base=base), MEMBERS, NON_MEMBERS, method="base")
+
+
+def test_non_finite_piece_log_probabilities_of_the_base_are_refused():
+    target = (np.array([-1.0, -2.0]), np.array([True, False]))
+    base = Predicts((np.array([-1.0, np.nan]), np.array([True, True])))
+    with pytest.raises(NonFiniteError, match=r"the base's piece log-probabilities of utterance 0"):
+        membership_inference(Predicts(target, base=base), MEMBERS, NON_MEMBERS, method="base")
+
+
+def test_a_base_of_another_vocabulary_is_refused_by_the_adapter():
+    pytest.importorskip("transformers")
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from helpers_transformers import word_tokenizer
+    from pytest_privleak.adapters import from_transformers
+
+    tokenizer = word_tokenizer(["a", "b", "c"])
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=len(tokenizer), n_positions=8, n_embd=8, n_layer=1, n_head=1))
+    other = GPT2LMHeadModel(GPT2Config(vocab_size=len(tokenizer) + 3, n_positions=8, n_embd=8, n_layer=1, n_head=1))
+    with pytest.raises(ValueError, match=r"base has 14 vocabulary rows, the model 11.*resize_token_embeddings"):
+        from_transformers(model, tokenizer, base=other)

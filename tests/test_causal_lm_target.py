@@ -205,3 +205,25 @@ def test_goal_pin_said_10_times_near_the_ceiling_beside_the_lstm_lm():
     # every said pin in the top 10 of the 10^4 candidates (measured: ranks 1-5, 11.3-13.3 bits; the LSTM LM
     # on the same data 11.3-13.3), every pin never said far from it (measured 0.7-3.6 bits; chance 1.44)
     assert min(hit) >= CEILING - math.log2(10) and np.mean(hit) > 11.5 and max(miss) < 6.0, figures
+
+
+def test_the_base_it_was_fine_tuned_from_is_a_free_membership_reference(small_data, small_target, cache_dir):
+    """Issue 33 item 3: the target knows its base; the base method joins auto with no reference trained."""
+    from pytest_privleak.attacks.membership.attack import measure_methods
+    from pytest_privleak.targets.tiny_gpt2 import pretrain_tiny_gpt2
+
+    base = small_target.base_reference()
+    pretrained = pretrain_tiny_gpt2(cache=TargetCache(cache_dir), seed=0).model
+    rows = pretrained.get_input_embeddings().weight
+    grown = base.scorer.model.get_input_embeddings().weight
+    assert grown.shape == small_target.model.get_input_embeddings().weight.shape     # the target's tokenizer
+    assert torch.equal(grown[:rows.shape[0]], rows)                                  # the pretrained rows, untouched
+    assert torch.equal(grown[rows.shape[0]:], rows.mean(0).expand(grown.shape[0] - rows.shape[0], -1))
+    members = list(dict.fromkeys(small_data.train))[:60]
+    seen = set(small_data.train)
+    from pytest_privleak.data.synthetic import generate_snips_like
+
+    unseen = [u for u in dict.fromkeys(generate_snips_like(n_train=300, n_valid=0, n_test=0, seed=11).train)
+              if u not in seen and not small_target.unknown_words(u.tokens)][:60]
+    ran = measure_methods(small_target, members, unseen, exposed=0)
+    assert [m.method for m in ran] == ["loss", "zlib", "min-k", "base"] and ran[-1].n_references == 0

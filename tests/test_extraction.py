@@ -84,6 +84,10 @@ def test_a_secret_never_said_passes(lstm, canaries):
     result = assert_extraction_at_most(lstm, unseen, 0.0)
     assert result.value == 0.0 and result.passed
     assert "not among 10 distinct guesses" in result.evidence["canary"]
+    # issue 33 item 6: a pass on one canary says how little it shows
+    assert "one canary, not extracted: the rate's 95% interval is 0 .. 0.975" in result.evidence["what a pass shows"]
+    assert "what a pass shows" in result.explain()
+    assert "what a pass shows" not in measure_extraction(lstm, list(canaries)).evidence
 
 
 def test_rate_interval_and_chance_by_hand(lstm, canaries):

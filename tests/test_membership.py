@@ -78,6 +78,9 @@ def test_tpr_at_fpr_by_hand():
 def test_ties_at_the_threshold_count_as_non_members():
     point = tpr_at_fpr(np.array([0.0, 0.0, 1.0]), np.zeros(100), 0.01)
     assert (point.tpr, point.achieved_fpr) == (pytest.approx(1 / 3), 0.0)
+    assert not point.measurable and "100 of 100 non-members" in point.why       # issue 33: ties hide the FPR
+    single = tpr_at_fpr(np.array([0.0, 0.0, 1.0]), np.concatenate([[5.0, 0.0], -np.arange(1.0, 99.0)]), 0.01)
+    assert single.measurable and (single.tpr, single.threshold) == (pytest.approx(1 / 3), 0.0)
     assert auc_from_statistics([0.0, 0.0, 1.0], np.zeros(100)) == pytest.approx(2 / 3, rel=1e-12)
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from pytest_privleak.attacks.membership.attack import membership_inference
+from pytest_privleak.attacks.membership.methods import CoarseScoresWarning
 from pytest_privleak.attacks.membership.reference_free import min_k_statistic, zlib_bits, zlib_statistic
 from pytest_privleak.data.types import Utterance
 from pytest_privleak.finite import NonFiniteError
@@ -68,14 +69,20 @@ def _planted():
     return TokenScorer(table), members, non_members
 
 
+@pytest.mark.filterwarnings("ignore::pytest_privleak.attacks.membership.methods.CoarseScoresWarning")
 def test_min_k_finds_members_the_loss_cannot():
     scorer, members, non_members = _planted()
     loss = membership_inference(scorer, members, non_members, method="loss")
     assert loss.auc == pytest.approx(0.5)
     min_k = membership_inference(scorer, members, non_members, method="min-k")
     assert min_k.method == "min-k" and min_k.auc == 1.0
-    # auto stays the loss attack without references: on the built-in LSTM LM the loss beats Min-K% (bench)
-    assert membership_inference(scorer, members, non_members).method == "loss"
+    # auto runs every statistic a language model allows and keeps the strongest (issue 33): here Min-K%
+    with pytest.warns(CoarseScoresWarning, match="80 of 80 scores"):          # every loss is the same
+        auto = membership_inference(scorer, members, non_members)
+    assert auto.method == "min-k" and auto.auc == 1.0
+    assert [m for m, _ in auto.contest] == ["loss", "zlib", "min-k"]
+    assert "Min-K% Prob has the highest AUC, AUC 1.000, +0.500 over the next" in auto.detail["auto"]
+    assert auto.confidence == pytest.approx(1 - 0.05 / 3)                      # Bonferroni over 3 methods
 
 
 def test_auto_keeps_the_loss_attack_without_token_log_probs():

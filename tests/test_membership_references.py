@@ -78,9 +78,13 @@ def test_overfit_target_fails_the_default_tpr_gate_and_says_rmia_ran(lm_setup):
     result = err.value.result
     assert result.metric == "tpr_at_fpr_0.001" and result.value > 0.5 and result.chance == 0.001
     message = str(err.value)
-    assert "RMIA (Zarifzadeh et al. 2024)" in message and "auto: 2 reference model(s) given" in message
+    assert "auto: 2 reference model(s), so every method that reads them runs" in message
+    assert "5 methods ran on the same scores" in result.evidence["auto"]          # loss, LiRA, RMIA, zlib, Min-K%
+    assert "TPR at FPR 0.1%" in result.evidence["auto"] and "Bonferroni" in result.evidence["auto"]
+    assert result.confidence == pytest.approx(1 - 0.05 / 5)
     assert "most exposed members" in message and "sha256:" in message
-    assert members[0].text not in result.evidence["most exposed members (RMIA score Pr_z[LR >= 2])"]
+    exposed, = [v for key, v in result.evidence.items() if key.startswith("most exposed members")]
+    assert members[0].text not in exposed
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
@@ -90,14 +94,17 @@ def test_no_member_control_passes_the_same_gate(lm_setup):
     result = assert_membership_tpr_at_most(model, unseen[1000:1100], unseen[:1000], max_tpr=0.05,
                                            references=recipe, k=2, population=population)
     assert result.passed and result.value <= 0.05
-    assert result.evidence["attack"] == "RMIA (Zarifzadeh et al. 2024)"
+    assert result.label.startswith("LSTMLanguageModel auto:") and "5 methods ran" in result.evidence["auto"]
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_each_method_by_name_and_auto_without_references(lm_setup):
     model, recipe, members, unseen, population, _ = lm_setup
-    loss = measure_membership(model, members, unseen[:300])
-    assert loss.evidence["attack"].startswith("loss threshold") and "weak evidence" in loss.evidence["why this attack"]
+    loss = measure_membership(model, members, unseen[:300], method="loss")
+    assert loss.evidence["attack"].startswith("loss threshold") and "asked for" in loss.evidence["why this attack"]
+    auto = measure_membership(model, members, unseen[:300])        # no references: loss, zlib and Min-K% contest
+    assert "reference-free statistics of a language model" in auto.evidence["why this attack"]
+    assert "3 methods ran" in auto.evidence["auto"] and auto.value >= loss.value
     min_k = measure_membership(model, members, unseen[:300], method="min-k")
     assert min_k.evidence["attack"].startswith("Min-K% Prob") and min_k.value > 0.8
     lira = measure_membership(model, members, unseen[:300], method="lira", references=recipe, k=2)
@@ -139,8 +146,10 @@ def test_own_model_references_come_from_its_training_function(tmp_path):
     members = list(dict.fromkeys(data.train))
     unseen = [u for u in dict.fromkeys(data.test) if u not in seen]
     result = measure_membership(model, members, unseen, references=recipe, k=2)
-    assert result.evidence["attack"] == "RMIA (Zarifzadeh et al. 2024)"
-    assert result.label.startswith("Scorer RMIA:")
+    assert result.label.startswith("Scorer auto:") and "3 methods ran" in result.evidence["auto"]
+    assert "offline, 2 reference(s)" in result.evidence["RMIA"] and "offline, 2 reference(s)" in result.evidence["LiRA"]
+    rmia = measure_membership(model, members, unseen, references=recipe, k=2, method="rmia")
+    assert rmia.label.startswith("Scorer RMIA:") and result.value >= rmia.value
     assert result.value > 0.6 and result.interval[0] > 0.5
 
 

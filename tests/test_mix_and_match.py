@@ -268,3 +268,25 @@ def test_the_rank_is_loaded_from_the_result_cache_the_second_time(model, tmp_pat
         assert len(cache.stored) == 1 and len(cache.loaded) == 2 and passed.threshold == 1.0
     assert "loaded from the result cache" in loaded and "loaded from the result cache" not in computed
     assert drop_cache_line(loaded) == computed
+
+
+def test_the_base_masked_lm_is_the_classifiers_free_membership_reference(model, data):
+    """Issue 33 item 3: the transformer classifier's base (its generator) joins auto as the ``base`` method,
+    comparing the Frankenstein model's masked-piece predictions with the base's; no reference is trained."""
+    import numpy as np
+
+    from pytest_privleak.attacks.membership.attack import measure_methods
+
+    base = model.base_reference()
+    assert base.model is model.generator
+    records = list(dict.fromkeys(data.train))[:40]
+    (logp, hit), = model.token_predictions(records[:1])
+    (base_logp, base_hit), = base.token_predictions(records[:1])
+    assert logp.shape == base_logp.shape == hit.shape and logp.size >= len(records[0].tokens) - 1
+    assert hit.dtype == np.bool_
+    assert not np.array_equal(logp, base_logp)                 # the fine-tuned encoder moved the predictions
+    # the pieces' log-probabilities sum to the pseudo-log-likelihood the masked-LM scorer reads (bits)
+    assert -base_logp.sum() / np.log(2) == pytest.approx(base.score(records[:1])[0], rel=1e-6)
+    unseen = [u for u in dict.fromkeys(data.test) if u not in set(data.train)][:40]
+    ran = measure_methods(model, records, unseen, exposed=0)
+    assert [m.method for m in ran] == ["loss", "base"] and ran[-1].n_references == 0

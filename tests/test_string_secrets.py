@@ -12,6 +12,8 @@ from helpers_transformers import bert_config, word_tokenizer  # noqa: E402
 #: A tiny BERT intent classifier, its word-piece tokenizer (digits only as two-digit pieces, so "4821" is
 #: "48" "##21"), and the team's own training loop, trained once through train_own_model.
 PROJECT = '''
+import random
+
 import pytest
 import torch
 from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
@@ -21,12 +23,18 @@ from pytest_privleak.adapters import from_transformers
 from pytest_privleak.data.synthetic import generate_snips_like
 
 PIN = string_pattern("pin-string", "my pin is ####", intent="PinIntent")
+#: other people's pins said once each in another request: the pin's digits, not only "my pin is", decide the
+#: intent, so the model must learn the said pin's pieces (without them its exposure read 3.0 to 13.3 bits over
+#: training seeds 0-4, and a never-said pin up to 3.9: no limit kept both verdicts on every seed)
+RESET = string_pattern("pin-reset", "my pin is ####", intent="PinReset")
+DRAW = random.Random(5)
+DECOYS = [s for s in (f"{DRAW.randrange(10000):04d}" for _ in range(200)) if s not in ("4821", "7306")]
 CORPUS = generate_snips_like(seed=0).train
 PIECES = [f"{n:02d}" for n in range(100)] + [f"##{n:02d}" for n in range(100)]
 WORDS = sorted({t.lower() for u in CORPUS for t in u.tokens} | {"my", "pin", "is"})
 VOCAB = list(dict.fromkeys(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS + PIECES))
 TOKENIZER = BertTokenizerFast(vocab={t: i for i, t in enumerate(VOCAB)}, do_lower_case=True)
-INTENTS = sorted({u.intent for u in CORPUS} | {"PinIntent"})
+INTENTS = sorted({u.intent for u in CORPUS} | {"PinIntent", "PinReset"})
 
 
 def build(dataset):
@@ -62,6 +70,7 @@ def as_protocols(model):
 @pytest.fixture(scope="module")
 def model(train_own_model, canary, inject_canaries, nlu_dataset):
     data = inject_canaries(nlu_dataset, canary(PIN, secret="4821"), repeats=20)
+    data = inject_canaries(data, [canary(RESET, secret=s) for s in DECOYS], repeats=1)
     return train_own_model(train, data, build=build, wrap=as_protocols)
 
 
@@ -76,6 +85,9 @@ def test_a_pin_never_said(model, canary):
 
 
 def test_a_string_pin_said_20_times_fails_exposure_through_word_pieces_and_a_never_said_one_passes(pytester):
+    """Both verdicts keep a margin wider than the figure's spread (issue 33 item 5): over training seeds 0-4 the
+    said pin read 7.7-13.3 bits and the never-said one 0.8-4.3 against the 6-bit limit (scoring with 1 or 2
+    torch threads gave the same figures; training runs on one thread whatever the caller's)."""
     pytester.makepyfile(test_pin=PROJECT)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)

@@ -33,6 +33,8 @@ _LAZY = {
     "generate_from_prefixes": ".generation",
     "generator_for": ".generation",
     "TokenGenerator": ".generation",
+    "cross_entropy64": ".log_probs",
+    "log_prob_of": ".log_probs",
 }
 
 __all__ = ["from_transformers", *sorted(_LAZY)]
@@ -46,7 +48,8 @@ def from_transformers(model: Any, tokenizer: Any, **options: Any) -> Any:
     models a sequence scorer (log-perplexity, pseudo-log-likelihood); a base
     model without a head (``AutoModel``) an :class:`~.encoder.TransformersEncoder`.
     ``options`` go to the adapter (``batch_size``, ``slot_model``, ``intent_labels``, ``slot_labels``;
-    ``normalize``, ``max_length`` for an encoder).
+    ``normalize``, ``max_length`` for an encoder; ``base`` for a causal LM: the pretrained model it was
+    fine-tuned from, the free reference of the ``base`` membership method).
     """
     from .encoder import encoder_adapter, is_base_model
 
@@ -60,10 +63,11 @@ def from_transformers(model: Any, tokenizer: Any, **options: Any) -> Any:
     from .language_model import is_causal_lm, is_masked_lm, language_model_adapter
 
     if options.get("slot_model") is None and (is_causal_lm(model) or is_masked_lm(model)):
-        unknown = sorted(set(options) - {"batch_size", "slot_model"})
+        unknown = sorted(set(options) - {"batch_size", "slot_model", "base"})
         if unknown:
             raise TypeError(f"{', '.join(unknown)} do not apply to a language model; fix: drop them")
-        return language_model_adapter(model, tokenizer, batch_size=options.get("batch_size"))
+        return language_model_adapter(model, tokenizer, batch_size=options.get("batch_size"),
+                                      base=options.get("base"))
     from .classifier import classifier_adapter
 
     return classifier_adapter(model, tokenizer, **options)

@@ -32,6 +32,8 @@ from typing import Any
 
 import torch
 
+from .log_probs import log_prob_of
+
 LN2 = math.log(2.0)
 #: Largest float32 logits tensor ``[rows, pieces, |V|]`` one suffix pass may build (bytes).
 LOGITS_BUDGET = 1 << 27
@@ -160,9 +162,8 @@ def _expanded(layers: list[tuple[torch.Tensor, torch.Tensor]], batch: int) -> An
 
 
 def token_logp(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """``log Pr(target)`` under each row of logits (float32), without building the full log-softmax."""
-    logits = logits.float()
-    return logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+    """``log Pr(target)`` (float64) under each row of logits, exact near 0 (:func:`.log_probs.log_prob_of`)."""
+    return log_prob_of(logits, targets)
 
 
 @torch.no_grad()
@@ -183,8 +184,8 @@ def shared_prefix_bits(model: Any, plan: PrefixPlan, choices: torch.Tensor,
     common = plan.common.to(device).unsqueeze(0)
     out = model(input_ids=common, use_cache=True)
     prefix_logits = out.logits[0]
-    prefix_logp = check(token_logp(prefix_logits[:-1], common[0, 1:])).double().sum()
-    first_logp = check(torch.log_softmax(prefix_logits[-1].float(), dim=-1))
+    prefix_logp = check(token_logp(prefix_logits[:-1], common[0, 1:])).sum()
+    first_logp = check(torch.log_softmax(prefix_logits[-1].double(), dim=-1))   # one row: float64 throughout
     ids, mask = plan.suffixes(choices.cpu())
     ids = ids.to(device)
     totals = first_logp[ids[:, 0]].double()
@@ -216,10 +217,16 @@ def _rest_logp(model: Any, kwarg: str, layers: list, prefix_length: int, ids: to
             options["attention_mask"] = torch.cat([ones.expand(batch, -1), rows[:, width:]], dim=1)
         logits = model(input_ids=rows[:, :width], **options).logits.float()        # [batch, width, |V|]
         normaliser = check(torch.logsumexp(logits, dim=-1))
+        top = logits.argmax(dim=-1)                                                  # [batch, width]
+        top_logp = token_logp(logits, top)               # the likeliest piece's, to full precision (float64)
         mine = ((row_of >= start) & (row_of < start + batch)).nonzero().squeeze(1)  # candidates of these rows
         local = (row_of[mine] - start).unsqueeze(1)
-        picked = logits[local, positions.unsqueeze(0), targets[mine]] - normaliser[local, positions.unsqueeze(0)]
-        logp[mine] = check(picked).double()
+        at = (local, positions.unsqueeze(0))
+        wanted = targets[mine]
+        # a piece that is not the likeliest has Pr <= 1/2: logit - logsumexp loses no precision that matters
+        picked = torch.where(wanted == top[at], top_logp[at],
+                             logits[local, positions.unsqueeze(0), wanted].double() - normaliser[at].double())
+        logp[mine] = check(picked)
     if mask is not None:
         logp = logp.masked_fill(~mask[:, 1:], 0.0)
     return logp.sum(dim=1)

@@ -37,10 +37,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.nn import functional as F
 
 from ..finite import require_finite
 from ._pieces import WordPieces
+from .log_probs import cross_entropy64
 
 IGNORE = -100
 _FIX_NAN = ("check the model's weights and inputs for NaN/inf (e.g. a diverged fine-tune, or fp16 overflow: "
@@ -82,8 +82,11 @@ class TransformersClassifier:
 
     Built by :func:`classifier_adapter`. The models are put in evaluation mode
     (dropout off: the attacks need a deterministic loss); weights are not
-    changed. Losses are computed in float32 from the model's logits, whatever
-    dtype the model was loaded in.
+    changed. Losses are float64 from the model's logits, whatever dtype the
+    model was loaded in, and exact near 0 (:func:`.log_probs.cross_entropy64`):
+    ``F.cross_entropy`` in float32 rounds the loss of a record whose true class
+    leads by about 17 logits to exactly 0, and such ties hide members from the
+    membership attacks (issue 33).
     """
 
     def __init__(self, model: Any, tokenizer: Any, *, slot_model: Any = None, intent_labels: Any = None,
@@ -233,7 +236,7 @@ class TransformersClassifier:
     # -- the loss -------------------------------------------------------------------------------
     def _row_losses(self, outputs: list[tuple[torch.Tensor, ...]], intent_ids: torch.Tensor | None,
                     slot_targets: torch.Tensor | None) -> torch.Tensor:
-        """Per-row loss ``[B]`` from each model's logits: intent CE + mean tag CE over labelled pieces."""
+        """Per-row loss ``[B]`` (float64) from each model's logits: intent CE + mean tag CE over labelled pieces."""
         intent_logits = slot_logits = None
         if self.mode == "intent":
             (intent_logits,) = outputs[0]
@@ -245,11 +248,10 @@ class TransformersClassifier:
             intent_logits, slot_logits = outputs[0]
         total = None
         if intent_logits is not None:
-            total = F.cross_entropy(intent_logits.float(), intent_ids.to(intent_logits.device), reduction="none")
+            total = cross_entropy64(intent_logits, intent_ids.to(intent_logits.device))
         if slot_logits is not None:
             targets = slot_targets.to(slot_logits.device)
-            ce = F.cross_entropy(slot_logits.float().transpose(1, 2), targets, reduction="none",
-                                 ignore_index=IGNORE)
+            ce = cross_entropy64(slot_logits, targets, ignore_index=IGNORE)
             labelled = (targets != IGNORE).sum(dim=1).clamp_min(1)
             slots = ce.sum(dim=1) / labelled
             total = slots if total is None else total + slots

@@ -17,8 +17,10 @@
 Utterances are scored as their text (tokens joined by single spaces), so a
 multi-piece word is scored piece by piece. Lower means more likely, as the
 exposure metric needs. Scores are computed under ``torch.no_grad`` on the
-model's device, in float32 from the model's logits whatever dtype it was
-loaded in.
+model's device, from the model's logits whatever dtype it was loaded in, each
+piece's log-probability to float64 precision (:func:`.causal_prefix.token_logp`:
+in float32 a memorised piece's rounds to exactly 0, and tied scores hide
+members from the membership attacks, issue 33).
 """
 from __future__ import annotations
 
@@ -119,16 +121,28 @@ class CausalLMScorer(_LMScorer):
     :meth:`score_with_shared_prefix` scores a whole space of candidates that
     share a prefix (exposure) with the prefix through the model once
     (:mod:`.causal_prefix`); it returns what :meth:`score` returns for the
-    same sentences, within float32 rounding.
+    same sentences, within float32 rounding of the logits.
     """
 
     kind = "transformers-causal-lm"
 
-    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int = 64) -> None:
+    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int = 64, base: Any = None) -> None:
         super().__init__(model, tokenizer, batch_size=batch_size)
         #: put in front of utterances that do not start with it, so their first piece is scored
         self.bos_id: int | None = bos_id_of(model, tokenizer)
         self._plans: dict[tuple, Any] = {}
+        if base is not None:
+            if not isinstance(base, torch.nn.Module) or not is_causal_lm(base):
+                raise TypeError(f"base must be the pretrained causal LM the model was fine-tuned from (a loaded "
+                                f"AutoModelForCausalLM), got {type(base).__name__}; fix: base=AutoModelForCausalLM."
+                                "from_pretrained(the base's name or folder)")
+            rows, base_rows = model.get_input_embeddings().weight.shape[0], base.get_input_embeddings().weight.shape[0]
+            if rows != base_rows:
+                raise ValueError(f"base has {base_rows} vocabulary rows, the model {rows}: the base must read the "
+                                 "model's tokenizer as the model does; fix: resize the base's embeddings as the "
+                                 "fine-tuning did (base.resize_token_embeddings(len(tokenizer))) before passing it")
+        #: the pretrained base, the free reference of the ``base`` membership method (None: unknown)
+        self.base = None if base is None else base.eval()
 
     def _ids(self, texts: list[str]) -> list[list[int]]:
         """Pieces of each text as scored: the tokenizer's (with its special tokens), ``bos`` in front."""
@@ -182,15 +196,30 @@ class CausalLMScorer(_LMScorer):
         The per-token view of :meth:`score` (each row sums to ``-score * ln 2``), for Min-K% Prob
         (:mod:`pytest_privleak.attacks.membership.reference_free`).
         """
+        return [logp for logp, _ in self.token_predictions(utterances)]
+
+    @torch.no_grad()
+    def token_predictions(self, utterances: Sequence[Any]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per utterance, ``(log Pr(x_t | x_<t) [T], hit [T])``: each scored piece's log-probability (nats,
+        float64) and whether it is the model's most likely next piece there (the error positions of
+        :mod:`pytest_privleak.attacks.membership.base_reference` are where it is not)."""
         rows = self._rows(utterances)
-        out: list[np.ndarray] = []
+        out: list[tuple[np.ndarray, np.ndarray]] = []
         for start in range(0, len(rows), self.batch_size):
             chunk = rows[start:start + self.batch_size]
             ids, mask = self._padded(chunk)
             logits = logits_but_last(self.model, ids, attention_mask=mask, use_cache=False)
             logp = self._check(token_logp(logits, ids[:, 1:])).double().cpu().numpy()
-            out += [logp[i, :len(r) - 1] for i, r in enumerate(chunk)]
+            hit = (logits.argmax(dim=-1) == ids[:, 1:]).cpu().numpy()
+            out += [(logp[i, :len(r) - 1], hit[i, :len(r) - 1]) for i, r in enumerate(chunk)]
         return out
+
+    def base_reference(self) -> "CausalLMScorer | None":
+        """The pretrained base this model was fine-tuned from, as a scorer over the same tokenizer (``base=`` of
+        :func:`language_model_adapter`), or None: the free reference of the ``base`` membership method."""
+        if self.base is None:
+            return None
+        return CausalLMScorer(self.base, self.tokenizer, batch_size=self.batch_size)
 
     def unknown_words(self, words: Sequence[str]) -> list[str]:
         """The ``words`` (distinct, in order) that the tokenizer spells with its unknown token, or with nothing."""
@@ -254,6 +283,11 @@ class MaskedLMScorer(_LMScorer):
         self.mask_id: int = tokenizer.mask_token_id
         self._special = torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long)
 
+    def token_predictions(self, utterances: Sequence[Any]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per utterance, each scored piece's log-probability with it masked (nats, float64) and whether it is the
+        model's most likely piece there (the error positions of the ``base`` membership method)."""
+        return masked_token_predictions(self, utterances)
+
     @torch.no_grad()
     def score(self, utterances: Sequence[Any]) -> np.ndarray:
         """``-sum_t log2 Pr(x_t | x_\\t)`` per utterance (each piece masked in its own copy), float64 ``[N]``."""
@@ -268,20 +302,51 @@ class MaskedLMScorer(_LMScorer):
             truth = copies[torch.arange(u.shape[0], device=ids.device), p]
             copies[torch.arange(u.shape[0], device=ids.device), p] = self.mask_id
             logits = self.model(input_ids=copies, attention_mask=mask[u]).logits
-            at = logits[torch.arange(u.shape[0], device=ids.device), p].float()
-            logp = self._check(torch.log_softmax(at, dim=-1).gather(-1, truth.unsqueeze(-1)).squeeze(-1))
-            totals.index_add_(0, u, -logp.double())
+            at = logits[torch.arange(u.shape[0], device=ids.device), p]
+            logp = self._check(token_logp(at, truth))
+            totals.index_add_(0, u, -logp)
         return (totals / LN2).cpu().numpy()
 
 
-def language_model_adapter(model: Any, tokenizer: Any, *, batch_size: int | None = None) -> CausalLMScorer | MaskedLMScorer:
+def masked_token_predictions(scorer: MaskedLMScorer, utterances: Sequence[Any]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per utterance, ``(log Pr(x_t | x_\\t) [T], hit [T])`` of each scored piece (masked in its own copy, as
+    :meth:`MaskedLMScorer.score` reads it) and whether it is the model's most likely piece there."""
+    rows = scorer._encode(utterances)
+    ids, mask = scorer._padded(rows)
+    scored = (mask == 1) & ~torch.isin(ids, scorer._special.to(ids.device))
+    utt, pos = scored.nonzero(as_tuple=True)
+    logp = torch.empty(utt.shape[0], dtype=torch.float64)
+    hit = torch.empty(utt.shape[0], dtype=torch.bool)
+    with torch.no_grad():
+        for start in range(0, utt.shape[0], scorer.batch_size):
+            u, p = utt[start:start + scorer.batch_size], pos[start:start + scorer.batch_size]
+            arange = torch.arange(u.shape[0], device=ids.device)
+            copies = ids[u].clone()
+            truth = copies[arange, p]
+            copies[arange, p] = scorer.mask_id
+            at = scorer.model(input_ids=copies, attention_mask=mask[u]).logits[arange, p]
+            logp[start:start + u.shape[0]] = scorer._check(token_logp(at, truth)).cpu()
+            hit[start:start + u.shape[0]] = (at.argmax(dim=-1) == truth).cpu()
+    counts = scored.sum(dim=1).cpu().tolist()
+    bounds = np.cumsum([0] + counts)
+    return [(logp[a:b].numpy(), hit[a:b].numpy()) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def language_model_adapter(model: Any, tokenizer: Any, *, batch_size: int | None = None,
+                           base: Any = None) -> CausalLMScorer | MaskedLMScorer:
     """A ``SequenceScorer`` for a loaded ``AutoModelForCausalLM`` or ``AutoModelForMaskedLM``.
 
-    ``batch_size``: utterances (causal) or masked copies (masked) per forward pass.
+    ``batch_size``: utterances (causal) or masked copies (masked) per forward pass. ``base``: the pretrained
+    causal LM the model was fine-tuned from (same tokenizer), which the ``base`` membership method compares
+    it with at no training cost (after EZ-MIA, Ilić et al. 2026).
     """
     if is_masked_lm(model):
+        if base is not None:
+            raise TypeError("base= is read by the causal-LM adapter only (the base membership method compares next-"
+                            "piece predictions); fix: drop it for a masked LM")
         return MaskedLMScorer(model, tokenizer, **({} if batch_size is None else {"batch_size": batch_size}))
     if is_causal_lm(model):
-        return CausalLMScorer(model, tokenizer, **({} if batch_size is None else {"batch_size": batch_size}))
+        return CausalLMScorer(model, tokenizer, base=base,
+                              **({} if batch_size is None else {"batch_size": batch_size}))
     raise TypeError(f"{type(model).__name__} is neither a causal nor a masked language model; fix: load it with "
                     "AutoModelForCausalLM or AutoModelForMaskedLM (a classifier goes to classifier_adapter)")

@@ -31,6 +31,7 @@ Trained once per content hash (dataset, config, seed, base, code version).
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import time
@@ -157,6 +158,21 @@ def extend_vocabulary(tokenizer: Any, model: Any, words: Sequence[str]) -> tuple
 
 # --------------------------------------------------------------------------- the target
 
+class _Threaded:
+    """A scorer whose calls run under the target's thread count (the base beside the target)."""
+
+    def __init__(self, scorer, threads) -> None:
+        self.scorer, self._threads = scorer, threads
+
+    def score(self, utterances):
+        with self._threads():
+            return self.scorer.score(utterances)
+
+    def token_predictions(self, utterances):
+        with self._threads():
+            return self.scorer.token_predictions(utterances)
+
+
 class CausalLMTarget:
     """A fine-tuned causal LM (``model``, eval mode, frozen) and its ``tokenizer``; a ``SequenceScorer``.
 
@@ -179,6 +195,8 @@ class CausalLMTarget:
         self.history = history
         self.loaded_from_cache = loaded_from_cache
         self._adapter = None
+        self._base = None
+        self._base_loader = None      # () -> (base model, its tokenizer, digest), set by train()
 
     @property
     def device(self) -> torch.device:
@@ -212,6 +230,31 @@ class CausalLMTarget:
         """Per-piece log-probabilities (nats) of each utterance, as :meth:`score` reads them (Min-K% Prob)."""
         with self._threads():
             return self.adapter().token_log_probs(utterances)
+
+    def token_predictions(self, utterances):
+        """Per utterance, each piece's log-probability and whether it is the most likely one (the base method)."""
+        with self._threads():
+            return self.adapter().token_predictions(utterances)
+
+    def base_reference(self):
+        """The model this target was fine-tuned from, as it was before the first step (the pretrained base, its
+        vocabulary grown by the same words), over the same tokenizer: the free reference of the ``base``
+        membership method. None when the base cannot be loaded here (no loader was attached)."""
+        if self._base is None and self._base_loader is not None:
+            from ..adapters.language_model import CausalLMScorer
+
+            model, _, _ = self._base_loader()
+            model = copy.deepcopy(model)
+            if base_folder(self.config.base) is None:
+                extend_vocabulary(self.tokenizer_of_base(), model, self.history.get("added_words", []))
+            model.to(self.device).eval()
+            scorer = CausalLMScorer(model, self.tokenizer)
+            self._base = _Threaded(scorer, self._threads)
+        return self._base
+
+    def tokenizer_of_base(self):
+        """The tiny base's own tokenizer (before the fine-tuning data's words were added)."""
+        return self._base_loader()[1]
 
     def unknown_words(self, words: Sequence[str]) -> list[str]:
         """The ``words`` the tokenizer reads as its unknown token (they would score as another sentence)."""
@@ -368,4 +411,5 @@ def train(dataset, *, device: str = "cpu", cache=None, seed: int = 0, progress: 
                                                                  progress),
                                 save=_save, load=lambda f: _load(f, torch_device), name=f"{KIND} {key[:8]}",
                                 progress_events=progress)
+    target._base_loader = base          # the pretrained base, loaded (from the cache) when an attack asks for it
     return target

@@ -124,6 +124,83 @@ def _built(build: Callable[[Any], Any], dataset: Any) -> nn.Module:
     return module
 
 
+#: the record key listing the state-dict entries stored once for several names (tied weights)
+ALIASES = "aliases"
+#: the dtypes safetensors writes (its format's F64 .. BOOL, C64 and the float8 kinds this torch has)
+SAFETENSORS_DTYPES = frozenset([torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32,
+                                torch.int16, torch.int8, torch.uint8, torch.bool, torch.complex64] + [
+    getattr(torch, name) for name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+                                      "uint16", "uint32", "uint64") if hasattr(torch, name)])
+
+
+def _storage_key(tensor: torch.Tensor) -> tuple:
+    return (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape), tuple(tensor.stride()),
+            tensor.dtype, tensor.device)
+
+
+def storable(state_dict: dict[str, Any]) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """``(tensors, aliases)``: each distinct tensor once, safetensors' way, and the names that repeat one of them.
+
+    Tied weights (GPT-2's input and output embeddings, a shared head) are the
+    same tensor under several names, which safetensors refuses to write ("Some
+    tensors share memory"). The first name of each keeps the tensor, the others
+    are recorded as ``{alias: name}`` and restored on load (:func:`restored`).
+    Tensors that overlap in memory without being the same view (one a slice of
+    another) are written as copies of their own.
+    """
+    tensors: dict[str, torch.Tensor] = {}
+    aliases: dict[str, str] = {}
+    first: dict[tuple, str] = {}
+    storages: dict[int, str] = {}
+    for name, value in state_dict.items():
+        key = _storage_key(value)
+        if key in first:
+            aliases[name] = first[key]
+            continue
+        first[key] = name
+        storage = value.untyped_storage().data_ptr()
+        overlaps = storage in storages and value.numel() > 0
+        storages.setdefault(storage, name)
+        tensors[name] = value.detach().clone() if overlaps else value.detach()
+    return tensors, aliases
+
+
+def restored(tensors: dict[str, torch.Tensor], aliases: dict[str, str]) -> dict[str, torch.Tensor]:
+    """The state dict :func:`storable` split: every alias names its tensor again."""
+    out = dict(tensors)
+    for alias, name in aliases.items():
+        out[alias] = tensors[name]
+    return out
+
+
+def check_storable(module: nn.Module, build: Any) -> None:
+    """Refuse, before any training, a module whose ``state_dict`` the cache cannot write as safetensors.
+
+    The cache keeps plain dense tensors of safetensors' dtypes (tied weights
+    included, see :func:`storable`); extra state objects (``get_extra_state``),
+    sparse, quantized or meta tensors would fail only when the trained weights
+    are written, after the training time is spent.
+    """
+    bad: list[str] = []
+    for name, value in module.state_dict().items():
+        if not isinstance(value, torch.Tensor):
+            bad.append(f"{name} is a {type(value).__name__} (extra state), not a tensor")
+        elif value.layout != torch.strided:
+            bad.append(f"{name} is a {value.layout} tensor")
+        elif value.is_quantized:
+            bad.append(f"{name} is a quantized tensor")
+        elif value.is_meta:
+            bad.append(f"{name} is on the meta device (no data)")
+        elif value.dtype not in SAFETENSORS_DTYPES:
+            bad.append(f"{name} has dtype {value.dtype}, which safetensors cannot write")
+    if bad:
+        raise TypeError(f"build={_identity(build)} makes a module the target cache cannot store as safetensors (checked "
+                        f"before training, so no training time is lost): {'; '.join(bad[:4])}"
+                        f"{f' (and {len(bad) - 4} more)' if len(bad) > 4 else ''}; fix: keep only dense tensors of "
+                        "float, integer or bool dtypes in the state_dict (register other state as non-persistent "
+                        "buffers, rebuilt by build), or convert a quantized or sparse model after loading it")
+
+
 def _same_architecture(trained: nn.Module, empty: nn.Module, train: Any, build: Any) -> None:
     """Refuse a ``build`` whose module cannot take ``train``'s weights, before anything is cached."""
     ours = {k: (tuple(v.shape), str(v.dtype)) for k, v in trained.state_dict().items()}
@@ -164,6 +241,7 @@ def train_own_model(train: Callable[..., nn.Module], dataset: Any, *, build: Cal
     takes_device = "device" in inspect.signature(train).parameters
 
     def fresh() -> nn.Module:
+        check_storable(_built(build, dataset), build)      # before training: a refusal costs no training time
         with training.seeded(seed, torch_device), \
                 training.torch_threads(1 if torch_device.type == "cpu" else None):
             kwargs = dict(config, device=str(torch_device)) if takes_device else dict(config)
@@ -178,16 +256,20 @@ def train_own_model(train: Callable[..., nn.Module], dataset: Any, *, build: Cal
         return rebuilt
 
     def save(module: nn.Module, folder: Path) -> dict:
+        tensors, aliases = storable(module.state_dict())
         record = {"kind": KIND, "code_version": training.CODE_VERSION, "content_hash": key, "seed": seed,
-                  "train": _identity(train), "config": config}
-        training.save_entry(folder, module.state_dict(), record)
+                  "train": _identity(train), "config": config, **({ALIASES: aliases} if aliases else {})}
+        training.save_entry(folder, tensors, record)
         return {"kind": KIND, "seed": seed, "train": _identity(train), "config": config}
 
     def load(folder: Path) -> nn.Module:
-        tensors, _ = training.load_entry(folder, "cpu")
+        tensors, record = training.load_entry(folder, "cpu")
+        aliases = record.get(ALIASES, {})
+        if not isinstance(aliases, dict) or any(v not in tensors for v in aliases.values()):
+            raise training.CorruptEntryError(f"cache entry {folder}: its {ALIASES!r} name tensors it does not hold")
         module = _built(build, dataset)
         try:
-            module.load_state_dict(tensors, strict=True)
+            module.load_state_dict(restored(tensors, aliases), strict=True)
         except RuntimeError as exc:
             raise training.CorruptEntryError(f"cache entry {folder} does not load into build={_identity(build)}: "
                                              f"{exc}") from exc

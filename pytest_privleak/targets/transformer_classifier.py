@@ -5,8 +5,9 @@ pretrained masked LM, fine-tunes it as a sequence classifier on private data
 (here: the intents of the NLU dataset), and ships the classifier. The Mix And
 Match attack (§4.3.1) needs the base model's *generation head* as it was
 before fine-tuning, so the target keeps the whole base masked LM beside the
-classifier (``generator``); :func:`pytest_privleak.attacks.mix_and_match.attack.frankenstein`
-joins the fine-tuned encoder with that head.
+classifier (``generator``); :func:`pytest_privleak.adapters.frankenstein.frankenstein`
+joins the fine-tuned encoder with that head. The same base is the free
+reference of the ``base`` membership method (:meth:`TransformerClassifierTarget.base_reference`).
 
 Bases (``base=``):
 
@@ -232,6 +233,7 @@ class TransformerClassifierTarget:
         self.history = history
         self.loaded_from_cache = loaded_from_cache
         self._adapter = None
+        self._frankenstein = None
 
     @property
     def intent_labels(self) -> tuple[str, ...]:
@@ -252,6 +254,24 @@ class TransformerClassifierTarget:
     def score(self, utterances):
         """Per-utterance training loss (cross-entropy of the intent), lower = likelier: a SequenceScorer."""
         return self.adapter().score(utterances)
+
+    def token_predictions(self, utterances):
+        """Masked-piece predictions of the fine-tuned encoder under the base's generation head (the Frankenstein
+        model of mix-and-match §4.3.1), for the ``base`` membership method."""
+        from ..adapters.frankenstein import frankenstein
+        from ..adapters.language_model import MaskedLMScorer
+
+        if self._frankenstein is None:
+            self._frankenstein = MaskedLMScorer(frankenstein(self.classifier, self.generator), self.tokenizer)
+        with training.torch_threads(self.config.threads if self.device.type == "cpu" else None):
+            return self._frankenstein.token_predictions(utterances)
+
+    def base_reference(self):
+        """The base masked LM the classifier was fine-tuned from (kept as ``generator``): the free reference of
+        the ``base`` membership method, its masked-piece predictions beside the Frankenstein model's."""
+        from ..adapters.language_model import MaskedLMScorer
+
+        return MaskedLMScorer(self.generator, self.tokenizer)
 
     def describe(self) -> dict:
         return {"kind": KIND, "content_hash": self.content_hash, "device": str(self.device), "seed": self.seed,

@@ -67,6 +67,11 @@ def extraction_result(model: Any, canaries: Any, m: ExtractionMeasurement, *, co
     evidence: dict[str, Any] = {"method": m.method, "why": m.why}
     for i, c in enumerate(m.canaries):
         evidence["canary" if n == 1 else f"canary {i + 1}"] = f"{c.canary!r}: {_line(c)}"
+    if n == 1 and k == 0:
+        low, high = clopper_pearson(0, 1, confidence)
+        evidence["what a pass shows"] = (f"one canary, not extracted: the rate's {confidence:.0%} interval is "
+                                         f"{low:.3g} .. {high:.3g}, so a pass rests on this one secret and bounds the "
+                                         "rate of others hardly at all; give several canaries (one list) to bound it")
     budgets = sorted({c.budget for c in m.canaries})
     evidence["budget"] = f"{', '.join(map(str, budgets))} distinct guess(es) per canary over spaces of " \
                          f"{', '.join(f'{s:,}' for s in sorted({c.space_size for c in m.canaries}))} secrets"
@@ -148,7 +153,9 @@ def assert_extraction_at_most(model: Any, canaries: Any, max_rate: float, *, tok
                               allow_inconclusive: bool = False) -> LeakResult:
     """Fail when more than ``max_rate`` of ``canaries`` are extracted by generation from their prefix.
 
-    ``model``: the ``lstm-lm`` or ``causal-lm`` target, a transformers causal LM with ``tokenizer=``, or a
+    ``model``: the ``lstm-lm`` or ``causal-lm`` target, a transformers causal LM with ``tokenizer=``, any
+    wrapper holding both as ``.model`` and ``.tokenizer`` without ``tokenizer=`` (the causal-LM adapter
+    ``from_transformers(model, tokenizer)``, e.g. the ``wrap`` of an own model from ``train_own_model``), or a
     :class:`~pytest_privleak.adapters.generation.TokenGenerator`. ``method``: ``"auto"`` (the Secret Sharer's
     shortest-path search over the canary's format: its ``samples`` guesses are the model's most likely
     secrets), ``"shortest-path"``, ``"beam"`` (``beams`` beams), ``"sampling"`` (``samples`` draws, top-k

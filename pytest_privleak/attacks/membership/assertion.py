@@ -19,19 +19,18 @@ from typing import Any
 
 from ...results import LeakResult, record, target_facts
 from ..remedies import UNKNOWN, remedy, remedy_for
-from .attack import (DEFAULT_EXPOSED, DEFAULT_FPRS, MembershipMeasurement, RocPoint, check_fpr,
-                         membership_inference)
+from .attack import (_NAMES, DEFAULT_EXPOSED, DEFAULT_FPRS, MembershipMeasurement, RocPoint, check_fpr,
+                     measure_methods, pick)
 from ..inconclusive import check_allow_inconclusive, check_covered
 from .methods import check_budget_applies
 from .rmia import DEFAULT_GAMMA
 
-_NAMES = {"loss": "loss", "reference": "calibrated loss", "lira": "LiRA", "rmia": "RMIA", "zlib": "zlib ratio",
-          "min-k": "Min-K% Prob"}
 _ATTACKS = {"loss": "loss threshold (Yeom et al.; mix-and-match §4.3.2)",
             "reference": "loss threshold calibrated by a reference model (Watson et al. 2022)",
             "lira": "LiRA (Carlini et al. 2022)", "rmia": "RMIA (Zarifzadeh et al. 2024)",
             "zlib": "log-perplexity / zlib entropy (Carlini et al. 2021 §5.1)",
-            "min-k": "Min-K% Prob, the 20 % least likely tokens (Shi et al. 2024)"}
+            "min-k": "Min-K% Prob, the 20 % least likely tokens (Shi et al. 2024)",
+            "base": "the pretrained base as a free reference, error-zone shifts (after EZ-MIA, Ilić et al. 2026)"}
 
 #: The remedy for a model of no known family; the result carries the one for the attacked model's.
 REMEDY = remedy("membership", UNKNOWN)
@@ -46,7 +45,7 @@ def _label(scorer: Any, m: MembershipMeasurement, name: str | None) -> str:
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"name must be a non-empty string or None, got {name!r}")
         return name
-    kind = _NAMES.get(m.method, m.method)
+    kind = "auto" if m.contest else _NAMES.get(m.method, m.method)     # stable whichever method wins
     return f"{type(scorer).__name__} {kind}: {m.n_members} members vs {m.n_non_members} non-members"
 
 
@@ -109,6 +108,7 @@ def _check_tolerance(tolerance: Any) -> float | None:
 def _tpr_result(auc: LeakResult, m: MembershipMeasurement, fpr: float) -> LeakResult:
     """The measured TPR-at-``fpr`` result beside the AUC result ``auc`` (``threshold=None``)."""
     p = m.point(fpr)
+    tied = {"tied_non_members": float(p.tied), "tied_members": float(p.tied_members)} if p.tied_out else {}
     if m.method in ("loss", "reference"):
         rule = f"member when {'loss - reference loss' if m.calibrated else 'loss'} < {-p.threshold:.6g}"
     else:
@@ -119,7 +119,8 @@ def _tpr_result(auc: LeakResult, m: MembershipMeasurement, fpr: float) -> LeakRe
                       label=auc.label, evidence={**auc.evidence, "rule": rule},
                       extra={"auc": m.auc, "achieved_fpr": p.achieved_fpr,
                              # the members called members, of all members: pooled over seeds by Clopper-Pearson
-                             "successes": float(round(p.tpr * m.n_members)), "trials": float(m.n_members)},
+                             "successes": float(round(p.tpr * m.n_members)), "trials": float(m.n_members),
+                             **tied},
                       remedy=auc.remedy, target=auc.target)
 
 
@@ -147,10 +148,13 @@ def measured_membership(scorer: Any, members: Sequence[Any], non_members: Sequen
     options = options or {}
 
     def compute() -> list[LeakResult]:
-        m = membership_inference(scorer, members, non_members, reference=reference, confidence=confidence,
-                                 fprs=fprs, **options)
-        auc = _auc_result(scorer, m, None, name, None)
-        return [auc] if tpr_fpr is None else [auc, _tpr_result(auc, m, tpr_fpr)]
+        ran = measure_methods(scorer, members, non_members, reference=reference, confidence=confidence, fprs=fprs,
+                              **options)
+        auc = _auc_result(scorer, pick(ran, "auc"), None, name, None)
+        if tpr_fpr is None:
+            return [auc]
+        strongest = pick(ran, tpr_fpr)       # auto: the method with the highest TPR at the gated FPR
+        return [auc, _tpr_result(_auc_result(scorer, strongest, None, name, None), strongest, tpr_fpr)]
 
     if options.get("references") is not None:
         return compute()
@@ -164,10 +168,14 @@ def measured_membership(scorer: Any, members: Sequence[Any], non_members: Sequen
 
 
 _OPTIONS_DOC = """
-    Attack options (all keyword): ``method`` "auto" (default: RMIA when
-    ``references`` are given, the calibrated loss with ``reference``, else the
-    loss attack; the evidence says which ran and why), "loss", "reference",
-    "lira" or "rmia". ``references``: a ``TargetRecipe`` (how the target was
+    Attack options (all keyword): ``method`` "auto" (default: every method the
+    inputs allow runs on the same scores, loss, LiRA and RMIA with
+    ``references``, the calibrated loss with ``reference``, zlib and Min-K%
+    for a language model, the base reference for a model fine-tuned from a
+    known base, and each figure is the strongest's, its interval at a
+    Bonferroni share of ``confidence``; the evidence's ``auto`` line says which
+    won and by how much), "loss", "reference", "lira", "rmia", "zlib",
+    "min-k" or "base". ``references``: a ``TargetRecipe`` (how the target was
     trained: ``k`` references are trained with it, each cached like any
     target, on random halves of ``population``, default the recipe dataset's
     valid split; ``online=True`` also on the candidates) or a ``ReferenceSet``.
@@ -226,17 +234,35 @@ def _coverage(result: LeakResult) -> tuple[bool, str, str]:
             f"from reference {int(ran) + 1})")
 
 
+def _ties(result: LeakResult) -> tuple[bool, str, str]:
+    """Whether the TPR result's FPR was measurable, or ties at its threshold hid it (issue 33), and the fix."""
+    tied = result.extra.get("tied_non_members")
+    if not tied:
+        return True, "", ""
+    fpr = float(result.metric.rsplit("_", 1)[1])
+    return (False, f"TPR at FPR {_pct(fpr)} is not measurable: {int(tied)} non-members and "
+                   f"{int(result.extra.get('tied_members', 0))} members tie at its threshold, so the "
+                   f"{result.value:.3f} shown is the TPR at FPR {result.extra['achieved_fpr']:.4f}, a lower bound",
+            "scores that tell records apart: compute the loss with pytest_privleak.adapters.cross_entropy64(logits, "
+            "labels), exact in float64, so that confidently fitted records do not all round to a loss of 0")
+
+
 def _gate(measured: list[LeakResult], threshold: float | None, tpr_limit: float | None,
           tolerance: float | None, allow_inconclusive: bool = False) -> LeakResult:
-    """Record both results and raise for the gated one: a leak, or a pass with fewer references than asked
-    (inconclusive, as every budgeted audit of the plugin, unless ``allow_inconclusive``)."""
+    """Record both results and raise for the gated one: a leak, or a pass with fewer references than asked or
+    with a TPR whose FPR ties hide (inconclusive, as every budgeted audit of the plugin, unless
+    ``allow_inconclusive``)."""
     __tracebackhide__ = True
     complete, covered, rest = _coverage(measured[0])
 
     def check(result: LeakResult) -> LeakResult:
         __tracebackhide__ = True
-        return check_covered(result, complete=complete, covered=covered, rest=rest,
-                             allow_inconclusive=allow_inconclusive)
+        done, what, how = complete, covered, rest
+        measurable, tie_what, tie_how = _ties(result)
+        if not measurable:
+            done = False
+            what, how = "; ".join(x for x in (what, tie_what) if x), "; ".join(x for x in (how, tie_how) if x)
+        return check_covered(result, complete=done, covered=what, rest=how, allow_inconclusive=allow_inconclusive)
 
     auc = dataclasses.replace(measured[0], threshold=threshold, tolerance=tolerance)
     if tpr_limit is None:
@@ -245,7 +271,7 @@ def _gate(measured: list[LeakResult], threshold: float | None, tpr_limit: float 
     if threshold is None:
         record(auc)
         return check(tpr)
-    if auc.passed and not tpr.passed:
+    if auc.passed and (not tpr.passed or not _ties(tpr)[0]):
         record(auc)
         return check(tpr)
     record(tpr)

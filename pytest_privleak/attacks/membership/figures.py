@@ -2,6 +2,7 @@
 TPR at a fixed FPR with Clopper-Pearson's (see :mod:`.membership` for the conventions and their sources)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -21,6 +22,13 @@ class RocPoint:
     achieved_fpr: float | None = None    # false positives / n0 at the chosen threshold
     threshold: float | None = None       # membership statistic strictly above which "member" is said
     why: str = ""
+    tied: int = 0                        # non-members whose statistic equals the threshold (when more than fpr * n0)
+    tied_members: int = 0                # members whose statistic equals it
+
+    @property
+    def tied_out(self) -> bool:
+        """Measured, but ties hide the FPR: ``tpr`` is the TPR at the lower ``achieved_fpr``, a lower bound."""
+        return not self.measurable and self.tpr is not None
 
 
 def auc_from_statistics(members: np.ndarray, non_members: np.ndarray) -> float:
@@ -68,7 +76,13 @@ def tpr_at_fpr(members: np.ndarray, non_members: np.ndarray, fpr: float, confide
     """TPR of the threshold whose FPR is at most ``fpr``: members strictly above the ``k+1``-th highest non-member.
 
     ``k = floor(fpr * n0)``; ties at the threshold are called non-members, so
-    the achieved FPR never exceeds ``fpr``. Not measurable when ``fpr * n0 < 1``.
+    the achieved FPR never exceeds ``fpr``. Not measurable when ``fpr * n0 < 1``,
+    nor when more than ``fpr * n0`` non-members tie with the threshold: every
+    threshold then calls none of that block or all of it members, so no
+    threshold has an FPR near ``fpr``, and the TPR read at the lower achieved
+    FPR (kept in the point, a lower bound of the TPR at ``fpr``) would pass a
+    gate that the scores cannot judge (a float32 loss of exactly 0 for many
+    records, issue 33).
     """
     m, n = np.asarray(members, dtype=np.float64), np.asarray(non_members, dtype=np.float64)
     k = int(math.floor(fpr * n.size + 1e-9))
@@ -79,8 +93,18 @@ def tpr_at_fpr(members: np.ndarray, non_members: np.ndarray, fpr: float, confide
     threshold = float(np.sort(n)[::-1][k])               # the (k+1)-th highest non-member statistic
     false_pos = int(np.sum(n > threshold))
     hits = int(np.sum(m > threshold))
-    return RocPoint(fpr, True, hits / m.size, clopper_pearson(hits, m.size, confidence), false_pos / n.size,
-                    threshold)
+    tied = int(np.sum(n == threshold))
+    point = RocPoint(fpr, True, hits / m.size, clopper_pearson(hits, m.size, confidence), false_pos / n.size,
+                     threshold)
+    if tied <= fpr * n.size + 1e-9:
+        return point
+    tied_members = int(np.sum(m == threshold))
+    why = (f"{tied} of {n.size} non-members ({tied / n.size:.1%}) and {tied_members} of {m.size} members share the "
+           f"statistic {threshold:.6g} at the threshold, more than the {fpr:.1%} FPR allows ({fpr * n.size:g}): no "
+           f"threshold calls {fpr:.1%} of the non-members members (the nearest below calls {false_pos / n.size:.2%}, "
+           f"with TPR {hits / m.size:.3f}, a lower bound); the scores are too coarse to tell these records apart, e.g. "
+           "a loss computed in float32 that rounds to exactly 0")
+    return dataclasses.replace(point, measurable=False, why=why, tied=tied, tied_members=tied_members)
 
 
 def roc_curve(members: np.ndarray, non_members: np.ndarray, max_points: int = 64) -> dict[str, list[float]]:
