@@ -326,8 +326,8 @@ def gate_lines(comparison: dict[str, Any]) -> list[str]:
                f"{comparison['seeds'][0].get('alpha', SEED_ALPHA):g})" if over else "")
         if stuck:
             lines.append(f"privleak baseline gate: {compared} result(s) compared with {path}{how}, none worse than "
-                         f"its tolerance, but {len(stuck)} cannot show growth (at the ceiling on both sides), so "
-                         "it proves nothing for them")
+                         f"its tolerance, but {len(stuck)} cannot show growth (at the ceiling on both sides): the "
+                         f"comparison proves nothing for {'it' if len(stuck) == 1 else 'them'}")
         else:
             lines.append(f"privleak baseline gate passed: {compared} result(s) compared with {path}{how}, none worse "
                          "than its tolerance")
