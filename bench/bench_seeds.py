@@ -1,43 +1,48 @@
-"""What training seeds buy the baseline gate (issue 26): false alarms on seed-only changes, detection of R 10 -> 20.
+"""What the baseline gate sees where teams run it (issues 26 and 37): false alarms on seed-only changes and
+detection of a canary set said 2x and 4x as often, by the gate's own seed rule.
 
-    python bench/bench_seeds.py [--pool 10] [--targets joint,lm] [--ks 1,3,5] [--cache-dir DIR]
+    python bench/bench_seeds.py [--targets joint,lm,causal] [--repeats 2,4,8] [--pool 14] [--k 7]
+                                [--pool-base 20] [--epochs joint=1,lm=1,causal=1] [--count 8] [--paired]
+                                [--cache-dir DIR]
 
-For each built-in target (the joint BiLSTM-CRF and the LSTM language model,
-each with a 4-digit pin inserted R times into the synthetic Snips-like
-corpus), it trains a pool of ``--pool`` models with training seeds
-0..pool-1 at R = 10 and another at R = 20 (through ``train_target`` and the
-target cache, so a second run loads them) and measures the exact exposure of
-the pin on each (``measure_exposure`` given the ``SeedModels``, so the
-aggregation path of :mod:`pytest_privleak.attacks.over_seeds` runs).
+For each built-in target it trains a pool of models (training seeds 0, 1, ...:
+``--pool-base`` at the baseline's repeat count, ``--pool`` at each other) per repeat count R on the default ``nlu_dataset`` (the
+bundled corpus, 1500 training utterances) with a canary set of ``--count``
+pins (``canary("pin", count=8)``, the fixture's default) each said R times,
+and measures the set's exposure on every model through ``measure_exposure``
+(one scoring of the pin space per model; each pin ranked among the secrets
+that are not in the set). Trained models go to the target cache and figures
+to the result cache under ``--cache-dir``, and every per-model table of
+per-canary exposures to ``figures.json`` there, so a second run (or another
+analysis) trains nothing.
 
-Then, for each k, it applies the gate of :mod:`pytest_privleak.report.gate`
-to pairs of k-seed sets:
+Then it builds baseline/run pairs of ``k``-seed reports and asks the gate
+(:func:`pytest_privleak.report.gate.compare`, the rule of
+:mod:`pytest_privleak.report.seed_rule` and the default tolerance of a set's
+mean exposure) for its verdict:
 
-* false alarm: baseline and run both at R = 10, with disjoint seeds (only the
-  training seed changes); the share of pairs the gate calls a regression;
-* detection: baseline at R = 10, run at R = 20 (disjoint seeds); the share
-  called a regression.
+* false alarm: baseline and run both at the lowest R, disjoint seeds (only
+  the training seed changed);
+* detection of each higher R: baseline at the lowest R, run at the higher R,
+  disjoint seeds;
+* the 4-of-7 cases: the run's seeds are 4 of the highest R and 3 of the
+  lowest, or 4 whose every canary sits at the ceiling (rank 1; the issue's
+  case) and 3 of the lowest R (a shift of SOME seeds).
 
-k = 1 uses the tolerance rule (``exposure_bits``: 1 bit); k >= 2 the one-sided
-Welch t test at alpha 0.05. The rates are over ``--pairs`` random pairs per
-k; their 95 % intervals are percentile bootstrap intervals over the seed
-pools (each replicate resamples the pool's models with replacement and
-recomputes the rate), since pairs drawn from one pool share models and a
-binomial interval over them would be too narrow. Cost: cold (train + attack)
-seconds per model and warm (load all k + cached figures) seconds per k-seed
-target, measured here on a shared 2-core CPU.
+With ``--paired`` it also compares the SAME seeds on both sides (main and the branch both train seeds
+0..k-1, the usual merge request; the gate then pairs them by seed): false alarms against one more pool in
+which only the positions of the canaries' copies in the corpus changed, and detection of each higher R.
 
-The reduced default (the 1500 training utterances of the bundled corpus, 2
-epochs for the joint model, 1 for the language model) keeps the run to about
-ten to fifteen minutes on that CPU and puts the pin's exposure at R = 10
-below its ceiling: the CI-sized defaults of the targets (10 and 12 epochs)
-saturate it (rank 1 of 10^4, 13.29 bits, for most seeds; measured: the
-language model at 3 epochs gave 13.29 for seeds 0-2 at R = 10 and 20), where
-no gate can see R grow.
+Each rate is over ``--pairs`` random pairs of disjoint seed sets; pairs from
+one pool share models, so the interval is a 95 % percentile bootstrap over
+the pool's models (each replicate resamples the models of each pool with
+replacement, then redraws the pairs), and the line says how many pairs and
+how many models the rate rests on.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import tempfile
 import time
@@ -51,152 +56,185 @@ from pytest_privleak.cache import results as result_cache
 from pytest_privleak.cache.targets import TargetCache
 from pytest_privleak.canaries import canary, inject_canaries
 from pytest_privleak.data.synthetic import generate_snips_like
-from pytest_privleak.report.gate import DEFAULT_TOLERANCES, SEED_ALPHA, seed_test
-from pytest_privleak.stats import clopper_pearson
+from pytest_privleak.report.gate import DEFAULT_TOLERANCES, SEED_ALPHA, compare
 from pytest_privleak.targets.seeds import train_target_seeds
 
-TARGETS = {"joint": ("joint-bilstm-crf", "epochs_joint"), "lm": ("lstm-lm", "epochs_lm")}
-TOLERANCE = DEFAULT_TOLERANCES["exposure_bits"]
+TARGETS = {"joint": "joint-bilstm-crf", "lm": "lstm-lm", "causal": "causal-lm"}
 
 
-def regressed(before: list[float], after: list[float]) -> bool:
-    """The gate's verdict on one pair of seed sets (exposure: at_most, higher leaks more)."""
-    if len(before) == 1:
-        return after[0] - before[0] > TOLERANCE + 1e-12
-    tested = seed_test("at_most", before, after)
-    beyond = float(np.mean(after)) - float(np.mean(before)) > TOLERANCE + 1e-12
-    if tested is None:
-        return beyond
-    return tested[0] < SEED_ALPHA and beyond   # the gate: significant and beyond the tolerance
-
-
-def regressed_many(before: np.ndarray, after: np.ndarray) -> np.ndarray:
-    """:func:`regressed` for P pairs at once (``[P, k]`` arrays): the same Welch t test, vectorised."""
-    from scipy.stats import t as student
-
-    k = before.shape[1]
-    if k == 1:
-        return after[:, 0] - before[:, 0] > TOLERANCE + 1e-12
-    va, vb = before.var(axis=1, ddof=1) / k, after.var(axis=1, ddof=1) / k
-    se2 = va + vb
-    shift = after.mean(axis=1) - before.mean(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        tstat = shift / np.sqrt(se2)
-        df = se2 ** 2 / (va ** 2 / (k - 1) + vb ** 2 / (k - 1))
-        p = student.sf(tstat, df)
-    flat = (np.ptp(before, axis=1) == 0) & (np.ptp(after, axis=1) == 0)
-    beyond = shift > TOLERANCE + 1e-12
-    return np.where(flat, beyond, (p < SEED_ALPHA) & beyond)
-
-
-def rate(base: list[float], run: list[float], k: int, pairs: int, rng: random.Random, same_pool: bool) -> float:
-    """Share of ``pairs`` random pairs (k seeds of ``base``, k other seeds of ``run``) the gate flags."""
-    n = len(base)
-    picks = np.array([rng.sample(range(n), 2 * k) for _ in range(pairs)])
-    before, after = np.asarray(base)[picks[:, :k]], np.asarray(run)[picks[:, k:]]
-    return float(regressed_many(before, after).mean())
-
-
-def check_vectorised(base: list[float], run: list[float], k: int) -> None:
-    """The vectorised verdicts equal the gate's own :func:`seed_test` on a few pairs."""
-    rng = random.Random(7)
-    picks = np.array([rng.sample(range(len(base)), 2 * k) for _ in range(40)])
-    before, after = np.asarray(base)[picks[:, :k]], np.asarray(run)[picks[:, k:]]
-    fast = regressed_many(before, after)
-    slow = [regressed(list(b), list(a)) for b, a in zip(before, after)]
-    assert list(fast) == slow, "vectorised Welch verdicts differ from report.gate.seed_test"
-
-
-def bootstrap(base: list[float], run: list[float], k: int, pairs: int, reps: int, seed: int,
-              same_pool: bool) -> tuple[float, float, float]:
-    """The rate and its 95 % percentile bootstrap interval over the seed pools."""
-    rng = random.Random(seed)
-    point = rate(base, run, k, pairs, rng, same_pool)
-    n = len(base)
-    reps_out = []
-    for _ in range(reps):
-        idx = [rng.randrange(n) for _ in range(n)]
-        # a seed drawn twice is one model: the same figure on both sides of a pair, as a retrain would not give
-        rb = [base[i] for i in idx]
-        rr = [run[i] for i in idx] if same_pool else [run[rng.randrange(n)] for _ in range(n)]
-        reps_out.append(rate(rb, rr, k, pairs, rng, same_pool))
-    lo, hi = np.percentile(reps_out, [2.5, 97.5])
-    return point, float(lo), float(hi)
-
-
-def pool(kind: str, args, repeats: int, cache: TargetCache) -> tuple[list[float], float, float]:
-    """Per-seed exposure of the pin at ``repeats``, and seconds spent training and attacking."""
-    data = generate_snips_like(n_train=args.n_train, n_valid=50, n_test=50, seed=0)
-    pin = canary("pin", 4, seed=0)
-    injected = inject_canaries(data, [pin], repeats=repeats, seed=0)
-    epochs = getattr(args, TARGETS[kind][1])
+def pool(kind: str, repeats: int, args, cache: TargetCache, epochs: int | None, size: int,
+         positions: int = 0) -> dict:
+    """The per-canary exposure table of ``size`` models at ``repeats``, with seconds spent; ``positions``
+    seeds where the copies land in the corpus (another value: a change that does not matter)."""
+    pins = canary("pin", seed=0, count=args.count)
+    data = inject_canaries(generate_snips_like(seed=0), pins, repeats=repeats, seed=positions)
+    config = {} if epochs is None else {"epochs": epochs}
     began = time.perf_counter()
-    models = train_target_seeds(TARGETS[kind][0], injected, seeds=args.pool, seed=0, cache=cache, epochs=epochs)
+    models = train_target_seeds(TARGETS[kind], data, seeds=size, seed=0, cache=cache, **config)
     trained = time.perf_counter()
-    result = measure_exposure(models, pin)
-    return list(result.per_seed), trained - began, time.perf_counter() - trained
+    result = measure_exposure(models, pins) if args.count > 1 else None
+    table = [list(row) for row in result.per_canary] if result is not None else \
+        [[measure_exposure(m, pins).value] for m in models]
+    return {"table": table, "ceiling": result.ceiling if result is not None else None,
+            "fingerprint": pins.fingerprint() if args.count > 1 else "one", "metric": result.metric if result else
+            "exposure_bits", "train_s": trained - began, "attack_s": time.perf_counter() - trained}
 
 
-def warm_cost(kind: str, args, cache: TargetCache, k: int) -> float:
-    """Seconds to load k models from the cache and serve their figures from the result cache."""
-    data = generate_snips_like(n_train=args.n_train, n_valid=50, n_test=50, seed=0)
-    pin = canary("pin", 4, seed=0)
-    injected = inject_canaries(data, [pin], repeats=10, seed=0)
-    began = time.perf_counter()
-    models = train_target_seeds(TARGETS[kind][0], injected, seeds=k, seed=0, cache=cache,
-                                epochs=getattr(args, TARGETS[kind][1]))
-    measure_exposure(models, pin) if k > 1 else measure_exposure(models[0], pin)
-    return time.perf_counter() - began
+def report(rows: list[list[float]], fingerprint: str, ceiling: float | None, metric: str, seeds: list) -> dict:
+    """A one-result report as the gate reads it (per-seed means, the per-canary table, the canary set, the
+    training seeds: the same on both sides makes the gate compare them in pairs)."""
+    means = [float(np.mean(r)) for r in rows]
+    result = {"key": f"t.py::t::exposure.{metric}[pins]", "attack": "exposure", "metric": metric,
+              "value": float(np.mean(means)), "direction": "at_most", "label": "pins", "per_seed": means,
+              "ceiling": ceiling, "target": {"canary_set": fingerprint, "seeds": list(seeds)}, "extra": {}}
+    if len(rows[0]) > 1:
+        result["per_canary"] = rows
+    return {"tests": [{"nodeid": "t.py::t", "results": [result]}]}
+
+
+def flagged(base: list[list[float]], run: list[list[float]], meta: dict, base_seeds: list, run_seeds: list) -> bool:
+    """The gate's verdict on one pair: a regression?"""
+    tol = DEFAULT_TOLERANCES[meta["metric"]]
+    old = report(base, meta["fingerprint"], meta["ceiling"], meta["metric"], base_seeds)
+    old["tests"][0]["results"][0]["tolerance"] = tol
+    new = report(run, meta["fingerprint"], meta["ceiling"], meta["metric"], run_seeds)
+    return bool(compare(new, old, {}, "baseline.json")["regressions"])
+
+
+def pairs(n_base: int, n_run: int, k: int, count: int, rng: random.Random, same: bool, mixed: int = 0,
+          paired: bool = False):
+    """``count`` pairs of seed index lists (base k, run k); disjoint when both come from one pool (``same``).
+    ``mixed`` > 0: the run takes ``mixed`` seeds of the other pool and ``k - mixed`` of the base pool.
+    ``paired``: the run trains the SAME seeds as the baseline (the usual merge request)."""
+    out = []
+    for _ in range(count):
+        if paired:
+            chosen = rng.sample(range(min(n_base, n_run)), k)
+            out.append((chosen, [("run", i) for i in chosen]))
+        elif same:
+            chosen = rng.sample(range(n_base), 2 * k)
+            out.append((chosen[:k], [("base", i) for i in chosen[k:]]))
+        elif mixed:
+            chosen = rng.sample(range(n_base), 2 * k - mixed)
+            out.append((chosen[:k], [("run", i) for i in rng.sample(range(n_run), mixed)]
+                        + [("base", i) for i in chosen[k:]]))
+        else:
+            base = rng.sample(range(n_base), k)
+            free = [i for i in range(n_run) if i not in base]
+            if len(free) < k:      # a small run pool: take its seeds first, the baseline's among the others
+                run = rng.sample(range(n_run), k)
+                base = rng.sample([i for i in range(n_base) if i not in run], k)
+            else:
+                run = rng.sample(free, k)
+            out.append((base, [("run", i) for i in run]))
+    return out
+
+
+def rate(base_tab, run_tab, meta, k, count, rng, same=False, mixed=0, paired=False) -> float:
+    hits = 0
+    for b, r in pairs(len(base_tab), len(run_tab), k, count, rng, same, mixed, paired):
+        run_rows = [(base_tab if side == "base" else run_tab)[i] for side, i in r]
+        run_seeds = list(b) if paired else [i if side == "base" else 1000 + i for side, i in r]
+        hits += flagged([base_tab[i] for i in b], run_rows, meta, list(b), run_seeds)
+    return hits / count
+
+
+def with_interval(base_tab, run_tab, meta, args, seed, same=False, mixed=0,
+                  paired=False) -> tuple[float, float, float]:
+    rng = random.Random(seed)
+    point = rate(base_tab, run_tab, meta, args.k, args.pairs, rng, same, mixed, paired)
+    reps = []
+    for _ in range(args.reps):
+        if paired:   # resample seeds: a seed's two models stay together
+            idx = [rng.randrange(min(len(base_tab), len(run_tab))) for _ in range(min(len(base_tab), len(run_tab)))]
+            rb, rr = [base_tab[i] for i in idx], [run_tab[i] for i in idx]
+        else:
+            rb = [base_tab[rng.randrange(len(base_tab))] for _ in base_tab]
+            rr = rb if same else [run_tab[rng.randrange(len(run_tab))] for _ in run_tab]
+        reps.append(rate(rb, rr, meta, args.k, max(args.pairs // 4, 20), rng, same, mixed, paired))
+    lo, hi = np.percentile(reps, [2.5, 97.5]) if reps else (float("nan"), float("nan"))
+    return point, float(lo), float(hi)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--pool", type=int, default=10, help="training seeds per R (default 10)")
-    parser.add_argument("--targets", default="joint,lm")
-    parser.add_argument("--ks", default="1,3,5")
-    parser.add_argument("--n-train", type=int, default=1500)
-    parser.add_argument("--epochs-joint", type=int, default=2)
-    parser.add_argument("--epochs-lm", type=int, default=1)
-    parser.add_argument("--pairs", type=int, default=400, help="random pairs per rate (default 400)")
-    parser.add_argument("--reps", type=int, default=200, help="bootstrap replicates (default 200)")
+    parser.add_argument("--targets", default="joint,lm,causal")
+    parser.add_argument("--repeats", default="2,4,8", help="repeat counts; the first is the baseline's")
+    parser.add_argument("--pool", type=int, default=14, help="training seeds per higher repeat count (>= k)")
+    parser.add_argument("--pool-base", type=int, default=20,
+                        help="training seeds at the baseline's repeat count (> 2k: seed-only pairs must differ)")
+    parser.add_argument("--k", type=int, default=7, help="seeds per side (the plugin's default 7)")
+    parser.add_argument("--count", type=int, default=8, help="canaries in the set (the fixture's default 8)")
+    parser.add_argument("--epochs", default="", help="e.g. joint=1,lm=1 (default: each target's own)")
+    parser.add_argument("--pairs", type=int, default=200, help="random pairs per rate")
+    parser.add_argument("--reps", type=int, default=40, help="bootstrap replicates over the models")
     parser.add_argument("--cache-dir", default=None, help="target + result cache (default: a temporary folder)")
+    parser.add_argument("--paired", action="store_true",
+                        help="also the same seeds on both sides: false alarms when the copies move in the corpus "
+                             "(one more pool of --pool models), detection in pairs")
     args = parser.parse_args()
     torch.set_num_threads(1)
     root = Path(args.cache_dir or tempfile.mkdtemp(prefix="privleak-bench-seeds-"))
     cache = TargetCache(root / "targets")
     result_cache.activate(result_cache.ResultCache(root / "results"))
-    ks = [int(k) for k in args.ks.split(",")]
-    if 2 * max(ks) > args.pool:
-        raise SystemExit(f"--pool {args.pool} is too small for k={max(ks)}: a pair needs 2k distinct seeds")
-    print(f"pool {args.pool} seeds per R, n_train {args.n_train}, pairs {args.pairs}, bootstrap {args.reps}, "
-          f"alpha {SEED_ALPHA}, k=1 tolerance {TOLERANCE} bit; cache {root}")
-    for kind in args.targets.split(","):
-        r10, t10, a10 = pool(kind, args, 10, cache)
-        r20, t20, a20 = pool(kind, args, 20, cache)
-        per_model = (t10 + t20 + a10 + a20) / (2 * args.pool)
-        print(f"\n{TARGETS[kind][0]} (epochs {getattr(args, TARGETS[kind][1])}): exposure bits of the pin per seed")
-        for repeats, values in ((10, r10), (20, r20)):
-            print(f"  R={repeats}: " + " ".join(f"{v:.2f}" for v in values)
-                  + f"   mean {np.mean(values):.2f} sd {np.std(values, ddof=1):.2f}")
-        print(f"  {'cold' if per_model > 0.5 else 'this run (models and figures from the cache)'}: "
-              f"{per_model:.2f} s per model (train {(t10 + t20) / (2 * args.pool):.2f} s + exposure "
-              f"{(a10 + a20) / (2 * args.pool):.2f} s); k seeds cost k times that on one worker")
-        print(f"  {'k':>2} | {'false alarm (seed only)':>28} | {'detection (R 10 -> 20)':>28} | warm s")
-        for k in ks:
-            check_vectorised(r10, r20, k)
-            fa = bootstrap(r10, r10, k, args.pairs, args.reps, 1000 + k, same_pool=True)
-            de = bootstrap(r10, r20, k, args.pairs, args.reps, 2000 + k, same_pool=False)
-            warm = warm_cost(kind, args, cache, k)
-            print(f"  {k:>2} | {fa[0]:6.1%} [{fa[1]:5.1%}, {fa[2]:5.1%}]{'':>9} | "
-                  f"{de[0]:6.1%} [{de[1]:5.1%}, {de[2]:5.1%}]{'':>9} | {warm:.2f}")
-        # the only pairs that share no model: disjoint k-sets, pool // (2k) of them, for an exact binomial view
-        for k in ks:
-            m = args.pool // (2 * k)
-            flagged = sum(regressed(r10[2 * i * k:(2 * i + 1) * k], r10[(2 * i + 1) * k:(2 * i + 2) * k])
-                          for i in range(m))
-            lo, hi = clopper_pearson(flagged, m) if m else (0.0, 1.0)
-            print(f"  k={k}: independent seed-only pairs {flagged}/{m} flagged "
-                  f"(Clopper-Pearson 95 % {lo:.2f}..{hi:.2f})")
+    epochs = {k: int(v) for k, v in (item.split("=") for item in args.epochs.split(",") if item)}
+    repeats = [int(r) for r in args.repeats.split(",")]
+    if args.pool_base < 2 * args.k or args.pool < args.k:
+        raise SystemExit(f"--pool-base {args.pool_base} / --pool {args.pool} too small for k={args.k}: a seed-only "
+                         "pair needs 2k distinct seeds, a detection pair k of each pool")
+    store = root / "figures.json"
+    saved = json.loads(store.read_text()) if store.exists() else {}
+    print(f"pool {args.pool_base} seeds at the baseline's R, {args.pool} per other R, k {args.k}, {args.count} canaries, pairs {args.pairs}, bootstrap "
+          f"{args.reps}, alpha {SEED_ALPHA}; cache {root}")
+    for name in args.targets.split(","):
+        pools = {}
+        for r in repeats:
+            size = args.pool_base if r == repeats[0] else args.pool
+            key = f"{name}|epochs={epochs.get(name, 'default')}|R={r}|m={args.count}|pool={size}"
+            pools[r] = saved.get(key) or pool(name, r, args, cache, epochs.get(name), size)
+            saved[key] = pools[r]
+            store.write_text(json.dumps(saved))
+        meta = {k: pools[repeats[0]][k] for k in ("fingerprint", "ceiling", "metric")}
+        print(f"\n{TARGETS[name]} (epochs {epochs.get(name, 'default')}), {args.count} pins: mean exposure per seed")
+        for r in repeats:
+            means = [float(np.mean(row)) for row in pools[r]["table"]]
+            cells = [v for row in pools[r]["table"] for v in row]
+            at_top = sum(v >= (pools[r]["ceiling"] or np.inf) - 1e-9 for v in cells)
+            print(f"  R={r}: mean {np.mean(means):.2f} sd(seed means) {np.std(means, ddof=1):.2f}, canaries at the "
+                  f"ceiling {at_top}/{len(cells)}; {(pools[r]['train_s'] + pools[r]['attack_s']) / len(means):.1f} s "
+                  f"per model (train {pools[r]['train_s'] / len(means):.1f} s, exposure "
+                  f"{pools[r]['attack_s'] / len(means):.1f} s, on the shared CPU)")
+        base = pools[repeats[0]]["table"]
+        fa = with_interval(base, base, meta, args, 1000, same=True)
+        print(f"  false alarms, seed only (R={repeats[0]}): {fa[0]:.1%} [{fa[1]:.1%}, {fa[2]:.1%}] over "
+              f"{args.pairs} pairs of {len(base)} models")
+        for r in repeats[1:]:
+            de = with_interval(base, pools[r]["table"], meta, args, 2000 + r)
+            print(f"  detects R {repeats[0]} -> {r} ({r // repeats[0]}x): {de[0]:.1%} [{de[1]:.1%}, {de[2]:.1%}] "
+                  f"over {args.pairs} pairs of {len(base)} + {len(pools[r]['table'])} models")
+        if args.paired:
+            key = (f"{name}|epochs={epochs.get(name, 'default')}|R={repeats[0]}|m={args.count}|pool={args.pool}"
+                   "|positions=1")
+            moved = saved.get(key) or pool(name, repeats[0], args, cache, epochs.get(name), args.pool, positions=1)
+            saved[key] = moved
+            store.write_text(json.dumps(saved))
+            fa = with_interval(base, moved["table"], meta, args, 5000, paired=True)
+            print(f"  paired (the same {args.k} seeds on both sides), false alarms when the copies move in the corpus "
+                  f"(R={repeats[0]}): {fa[0]:.1%} [{fa[1]:.1%}, {fa[2]:.1%}] over {args.pairs} pairs of "
+                  f"{len(moved['table'])} seed pairs")
+            for r in repeats[1:]:
+                de = with_interval(base, pools[r]["table"], meta, args, 6000 + r, paired=True)
+                print(f"  paired, detects R {repeats[0]} -> {r} ({r // repeats[0]}x): {de[0]:.1%} [{de[1]:.1%}, "
+                      f"{de[2]:.1%}] over {args.pairs} pairs of {min(len(base), len(pools[r]['table']))} seed pairs")
+        top, some = pools[repeats[-1]]["table"], min(4, args.k - 1)
+        four = with_interval(base, top, meta, args, 3000, mixed=some)
+        print(f"  detects {some} of {args.k} seeds at R={repeats[-1]}: {four[0]:.1%} [{four[1]:.1%}, {four[2]:.1%}] "
+              f"over {args.pairs} pairs")
+        if meta["ceiling"] is not None:   # the issue's case: some seeds memorise every canary (rank 1)
+            stuck = [[meta["ceiling"]] * len(base[0])] * len(base)
+            jump = with_interval(base, stuck, meta, args, 4000, mixed=some)
+            print(f"  detects {some} of {args.k} seeds jumping to the ceiling (the others at R={repeats[0]}): "
+                  f"{jump[0]:.1%} [{jump[1]:.1%}, {jump[2]:.1%}] over {args.pairs} pairs")
 
 
 if __name__ == "__main__":

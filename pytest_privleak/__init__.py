@@ -50,6 +50,7 @@ _PUBLIC = {
     "measure_dp_sampling": ".assertions",
     "generate_from_prefixes": ".adapters.generation",
     "canary": ".canaries",
+    "CanarySet": ".canaries",
     "custom_pattern": ".canaries",
     "string_pattern": ".canaries",
     "inject_canaries": ".canaries",

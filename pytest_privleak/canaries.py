@@ -15,6 +15,18 @@ color   color                 O           the 12 colours        ColorIntent
 The secret is tagged ``B-canary I-canary ... I-canary`` (n-1 ``I-``).  The
 paper uses n in {4, 6, 8, 10} (:data:`PAPER_LENGTHS`); any n >= 1 is accepted.
 Chance baselines (§4.3): accuracy ``(1/|V0|)^n``, HDT ``1 - 1/|V0|``.
+
+Several canaries per model (issue 37): the paper trains one model per canary
+(§4.2: 10 trials, 10 canaries, 10 models), and the Secret Sharer measures
+exposure over many inserted canaries. A :class:`CanarySet` is ``m`` distinct
+secrets of one pattern, all inserted into the SAME training set (so training
+costs what one canary costs, and one scoring of the pattern's space ranks
+them all); every figure is then their mean (and worst) over canaries. One
+secret's figure moves by several bits between draws of the secret and the
+training seed, as much as a 4x change of its repeat count; the mean over
+``m`` secrets moves about ``1/sqrt(m)`` as much. The plugin's ``canary``
+fixture draws :data:`DEFAULT_CANARIES` by default; ``secret=`` or
+``count=1`` keeps one canary.
 """
 from __future__ import annotations
 
@@ -24,6 +36,7 @@ import json
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .data.bio import BIOError, validate_bio
 from .data.types import NLUDataset, Utterance
@@ -262,14 +275,117 @@ def secret_was_given(item: Canary) -> bool:
     return bool(getattr(item, GIVEN_ATTR, False))
 
 
-def canary(pattern: str | CanaryPattern = "pin", length: int | None = None, seed: int = 0, *,
-           secret: Sequence[str] | str | None = None) -> Canary:
-    """One canary; the secret is drawn uniformly from V0^n with ``seed`` unless given.
+#: Canaries the plugin's ``canary`` fixture draws per call unless told (issue 37; measured in
+#: docs/report-and-gate.md, "Several canaries per model"): all go into the same training set, and one scoring
+#: of the pattern's space ranks them all, so they cost what one costs.
+DEFAULT_CANARIES = 8
+#: A set leaves at least this many secrets of the space per canary as references (see :func:`default_count`).
+MIN_REFERENCES_PER_CANARY = 100
 
-    ``length=None``: 4 for a named pattern, the pattern's own length for a
-    :class:`CanaryPattern`, or the length of an explicit ``secret``.
+
+@dataclass(frozen=True)
+class CanarySet(Sequence):
+    """``m`` distinct canaries of one pattern, inserted into the same training set (issue 37).
+
+    A read-only sequence of :class:`Canary` (so :func:`inject_canaries` inserts each
+    ``repeats`` times, and the attacks take it where they take a list), but not a
+    canary itself: an assertion given a set measures every member, ranks each among
+    the secrets of the space that are NOT in the set (the other members are training
+    data, not random alternatives), and reports the mean over the set, its worst
+    member and the per-canary figures.
+    """
+
+    canaries: tuple[Canary, ...]
+
+    def __post_init__(self) -> None:
+        items = tuple(self.canaries) if not isinstance(self.canaries, Canary) else (self.canaries,)
+        if not items:
+            raise ValueError("a CanarySet needs at least one canary; fix: canary('pin', count=8)")
+        for i, item in enumerate(items):
+            if not isinstance(item, Canary):
+                raise TypeError(f"CanarySet canaries[{i}] is {type(item).__name__}, not a Canary; build them with "
+                                "canary(...)")
+        patterns = {c.pattern for c in items}
+        if len(patterns) != 1:
+            raise ValueError(f"a CanarySet holds canaries of one pattern, got {sorted(p.name for p in patterns)}; "
+                             "fix: one set per pattern (canary('pin', count=8), canary('call', count=8))")
+        seen: dict[tuple[str, ...], int] = {}
+        for i, item in enumerate(items):
+            if item.secret in seen:
+                raise ValueError(f"CanarySet canaries[{i}] repeats the secret of canaries[{seen[item.secret]}] "
+                                 f"({item.text!r}); fix: give distinct secrets (canary(..., count=m) draws them)")
+            seen[item.secret] = i
+        if len(items) >= items[0].pattern.space_size:
+            raise ValueError(f"{len(items)} canaries of pattern {items[0].pattern.name!r} fill its space of "
+                             f"{items[0].pattern.space_size} secrets, leaving none to rank them against; fix: fewer "
+                             "canaries or a longer secret (length=...)")
+        object.__setattr__(self, "canaries", items)
+
+    def __len__(self) -> int:
+        return len(self.canaries)
+
+    def __getitem__(self, index):
+        return self.canaries[index]
+
+    def __iter__(self):
+        return iter(self.canaries)
+
+    @property
+    def pattern(self) -> CanaryPattern:
+        return self.canaries[0].pattern
+
+    @property
+    def secret_numbers(self) -> tuple[int, ...]:
+        """Each member's number in the pattern's space (V0 indices read as base-``|V0|`` digits)."""
+        base = len(self.pattern.vocabulary)
+        return tuple(sum(d * base ** (len(c.secret_indices) - 1 - j) for j, d in enumerate(c.secret_indices))
+                     for c in self.canaries)
+
+    @property
+    def label(self) -> str:
+        """``"8 pin canaries: my pin code is _ _ _ _"``: the default label of a result over the set. It names no
+        secret, so it stays the same when the set is drawn with another seed."""
+        blanks = " ".join("_" for _ in range(self.pattern.length))
+        words = " ".join((*self.pattern.prefix, blanks))
+        return f"{len(self)} {self.pattern.name} canar{'y' if len(self) == 1 else 'ies'}: {words}"
+
+    def fingerprint(self) -> str:
+        """SHA-256 (16 hex digits) of the pattern and the secrets in order: the same set gives the same print."""
+        text = json.dumps([self.pattern.name, list(self.pattern.prefix), [list(c.secret) for c in self]])
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+    def __repr__(self) -> str:
+        return f"CanarySet({self.label!r})"
+
+
+def default_count(pattern: CanaryPattern) -> int:
+    """:data:`DEFAULT_CANARIES`, fewer where the space is small: at least :data:`MIN_REFERENCES_PER_CANARY`
+    secrets per canary remain (a 2-digit pin, 100 secrets, gets one canary)."""
+    return max(1, min(DEFAULT_CANARIES, pattern.space_size // MIN_REFERENCES_PER_CANARY))
+
+
+def _check_count(count: Any) -> int:
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"count must be an integer >= 1 (how many distinct canaries to draw), got {count!r}; "
+                         f"fix: count={DEFAULT_CANARIES} (the fixture's default) or count=1 for one canary")
+    return count
+
+
+def canary(pattern: str | CanaryPattern = "pin", length: int | None = None, seed: int = 0, *,
+           secret: Sequence[str] | str | None = None, count: int | None = None) -> "Canary | CanarySet":
+    """One canary, or with ``count=m >= 2`` a :class:`CanarySet` of ``m`` distinct ones.
+
+    The secret is drawn uniformly from V0^n with ``seed`` unless given; a set
+    continues the same draw (its first member is ``canary(pattern, seed=seed)``)
+    and skips repeats. ``length=None``: 4 for a named pattern, the pattern's own
+    length for a :class:`CanaryPattern`, or the length of an explicit ``secret``
+    (which is always one canary). ``count=None`` or 1 gives one canary here; the
+    plugin's ``canary`` fixture draws :func:`default_count` by default.
     """
     if secret is not None:
+        if count is not None and _check_count(count) != 1:
+            raise ValueError(f"secret= names one canary, but count={count}; fix: drop count (or count=1), or "
+                             "build a set of given secrets with CanarySet([canary(p, secret=s) for s in secrets])")
         secret_tokens = tuple(secret.split()) if isinstance(secret, str) else tuple(secret)
         if length is not None and length != len(secret_tokens):
             raise ValueError(f"length={length} but secret {secret_tokens!r} has {len(secret_tokens)} tokens; "
@@ -278,8 +394,17 @@ def canary(pattern: str | CanaryPattern = "pin", length: int | None = None, seed
     p = make_pattern(pattern, length)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ValueError(f"seed must be an integer, got {seed!r}")
+    m = 1 if count is None else _check_count(count)
+    if m >= p.space_size:
+        raise ValueError(f"count={m} canaries of pattern {p.name!r} would fill its space of {p.space_size} "
+                         f"secrets, leaving none to rank them against; fix: count <= {default_count(p)} (the "
+                         "default for this space) or a longer secret (length=...)")
     rng = random.Random(f"canary:{seed}")
-    return Canary(p, tuple(p.vocabulary[rng.randrange(len(p.vocabulary))] for _ in range(p.length)))
+    drawn: dict[tuple[str, ...], None] = {}
+    while len(drawn) < m:
+        drawn.setdefault(tuple(p.vocabulary[rng.randrange(len(p.vocabulary))] for _ in range(p.length)))
+    items = [Canary(p, secret) for secret in drawn]
+    return items[0] if count is None or m == 1 else CanarySet(tuple(items))
 
 
 def split_repeats(repeats: int) -> tuple[int, int]:
@@ -301,8 +426,11 @@ def insert_at_random_positions(items: tuple[Utterance, ...], extra: list[Utteran
 
 
 def as_canary_list(canaries: "Canary | Sequence[Canary]") -> list[Canary]:
-    """One canary or a sequence of them as a non-empty list; a clear error for anything else."""
+    """One canary or a sequence of them (a :class:`CanarySet` among them stands for its members) as a
+    non-empty list; a clear error for anything else."""
     items = [canaries] if isinstance(canaries, Canary) else list(canaries)
+    # a canary set inside a list (``[pins]``, as one canary used to be passed) stands for its members
+    items = [member for item in items for member in (item if isinstance(item, CanarySet) else (item,))]
     if not items:
         raise ValueError("no canaries given; fix: pass a Canary or a non-empty sequence of them")
     for i, item in enumerate(items):
@@ -310,6 +438,31 @@ def as_canary_list(canaries: "Canary | Sequence[Canary]") -> list[Canary]:
             raise TypeError(f"canaries[{i}] is {type(item).__name__}; build it with "
                             "pytest_privleak.canaries.canary(...)")
     return items
+
+
+def check_distinct(items: Sequence[Canary], dataset: NLUDataset) -> None:
+    """Refuse canaries that repeat one another or a sentence already in ``dataset`` (issue 37).
+
+    A repeated canary is inserted twice as often as asked, and a canary the
+    corpus already says is not a secret of the test's own: either would inflate
+    its figure. The check runs on token sequences, whatever the labels; a
+    dataset that already holds canaries of an earlier injection is checked too.
+    """
+    first: dict[tuple[str, ...], int] = {}
+    for i, item in enumerate(items):
+        if item.tokens in first:
+            raise ValueError(f"canaries[{i}] ({item.text!r}) repeats canaries[{first[item.tokens]}]; fix: pass "
+                             "distinct canaries (canary(..., count=m) draws m distinct secrets), or raise repeats= "
+                             "to say one canary more often")
+        first[item.tokens] = i
+    for split in ("train", "valid", "test"):
+        for j, utterance in enumerate(getattr(dataset, split)):
+            if tuple(utterance.tokens) in first:
+                i = first[tuple(utterance.tokens)]
+                raise ValueError(f"canaries[{i}] ({items[i].text!r}) is already in the dataset "
+                                 f"{dataset.name!r}: {split}[{j}]; its figure would count those copies too; fix: "
+                                 "draw the canaries with another seed (canary(..., seed=...)) or inject into the "
+                                 "dataset before any earlier injection of the same secret")
 
 
 @dataclass(frozen=True)
@@ -350,6 +503,7 @@ def inject_canaries(dataset: NLUDataset, canaries: Canary | Sequence[Canary], re
     if not isinstance(dataset, NLUDataset):
         raise TypeError(f"dataset must be an NLUDataset, got {type(dataset).__name__}")
     items = as_canary_list(canaries)
+    check_distinct(items, dataset)
     n_train, n_valid = split_repeats(repeats)
     rng = random.Random(f"inject:{seed}")
     train = insert_at_random_positions(dataset.train, [c.utterance for c in items for _ in range(n_train)], rng)

@@ -44,7 +44,7 @@ def _fmt(x: float | None) -> str:
 
 # extras that count things (seeds, references, trials): printed as integers, not "7.000"
 _COUNT_EXTRAS = frozenset({"seeds", "worst_seed", "n_references", "k_requested", "successes", "trials",
-                           "extracted", "canaries", "items"})
+                           "extracted", "canaries", "items", "canary_count", "pooled_successes", "pooled_trials"})
 
 
 @dataclass
@@ -73,6 +73,10 @@ class LeakResult:
     target: dict[str, Any] = field(default_factory=dict)
     #: The figure of each training seed when measured over several (issue 26); empty for one draw.
     per_seed: tuple[float, ...] = ()
+    #: The figure of each canary of a CanarySet (issue 37): one row per training seed (one row for one model),
+    #: one figure per canary, in the set's order; ``per_seed`` (and ``value``) are then the means over the rows.
+    #: Empty when the figure is of one canary, or of no canary at all.
+    per_canary: tuple[tuple[float, ...], ...] = ()
     #: Points of a curve the report draws beside the figure, e.g. membership's ROC as
     #: ``{"fpr": [...], "tpr": [...]}`` (issue 18); empty when there is none.
     curve: dict[str, list[float]] = field(default_factory=dict)
@@ -96,6 +100,10 @@ class LeakResult:
         if self.interval is not None:
             self.interval = (float(self.interval[0]), float(self.interval[1]))
         self.per_seed = tuple(self._figure("per_seed", v) for v in self.per_seed)
+        self.per_canary = tuple(tuple(self._figure("per_canary", v) for v in row) for row in self.per_canary)
+        if len({len(row) for row in self.per_canary}) > 1:
+            raise ValueError(f"{self.attack}/{self.metric}: per_canary rows differ in length "
+                             f"({[len(row) for row in self.per_canary]}); every seed measures the same canaries")
 
     def _figure(self, what: str, x: Any) -> float:
         """``x`` as a plain float (numpy scalars and one-element tensors too, so NaN checks and JSON work)."""
@@ -166,6 +174,8 @@ class LeakResult:
         fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         if fields.get("interval") is not None:
             fields["interval"] = tuple(fields["interval"])
+        if fields.get("per_canary"):
+            fields["per_canary"] = tuple(tuple(row) for row in fields["per_canary"])
         return cls(**fields)
 
 
@@ -474,4 +484,6 @@ def decode_result(data: dict[str, Any]) -> dict[str, Any]:
         out["extra"] = {k: figure(v) for k, v in out["extra"].items()}
     if isinstance(out.get("per_seed"), list):  # the figure of each training seed (issue 26)
         out["per_seed"] = [figure(v) for v in out["per_seed"]]
+    if isinstance(out.get("per_canary"), list):  # the figure of each canary of a set, per seed (issue 37)
+        out["per_canary"] = [[figure(v) for v in row] if isinstance(row, list) else row for row in out["per_canary"]]
     return out

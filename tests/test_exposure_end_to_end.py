@@ -88,8 +88,12 @@ def test_users_view_through_the_plugin(pytester):
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--privleak-device=cpu",
                                           f"--privleak-cache-dir={pytester.path / 'cache'}")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*exposure.exposure_bits*violates the limit (at most 8.000)*",
-                                 "*rank*1 of 10000 secrets*", "*remedy*"])
+    # the fixture's default canary set (issue 37): 8 pins, each ranked among the 9,993 secrets that are not pins
+    # of the set, and the figure is their mean
+    result.stdout.fnmatch_lines(["*exposure.mean_exposure_bits [[]8 pin canaries: my pin code is _ _ _ _[]]*"
+                                 "violates the limit (at most 8.000)*",
+                                 "*rank*ranks * of 9,993 secrets (the 7 other canaries of the set left out)*",
+                                 "*remedy*"])
 
 
 def test_a_custom_prefix_outside_the_vocabulary_is_refused_and_extra_tokens_fixes_it(corpus):

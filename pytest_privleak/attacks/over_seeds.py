@@ -114,16 +114,53 @@ def _counts(result: LeakResult) -> tuple[float, float] | None:
     return None
 
 
+def canary_table(members: Sequence[LeakResult]) -> list[tuple[float, ...]] | None:
+    """The ``k x m`` table of per-canary figures when every seed measured the same ``m >= 2`` canaries of a
+    set (issue 37), else None."""
+    rows = [r.per_canary[0] for r in members if len(r.per_canary) == 1]
+    if len(rows) != len(members) or len({len(row) for row in rows}) != 1 or len(rows[0]) < 2:
+        return None
+    return rows
+
+
+def crossed_summary(table: Sequence[Sequence[float]], confidence: float) -> OverSeeds:
+    """The mean of a seeds x canaries table with the t interval of its variance components
+    (:func:`.over_canaries.crossed_components`): both the seeds and the canaries are draws."""
+    from .over_canaries import crossed_components, describe_crossed
+
+    seed_means = tuple(math.fsum(row) / len(row) for row in table)
+    if not all(math.isfinite(v) for row in table for v in row):
+        return t_summary(seed_means, confidence)
+    crossed = crossed_components(table)
+    interval, lower, upper = crossed.bounds(confidence)
+    return OverSeeds(seed_means, crossed.mean, interval, lower, upper, describe_crossed(crossed, len(table),
+                                                                                         len(table[0])))
+
+
 def summarise(members: Sequence[LeakResult], confidence: float) -> OverSeeds:
     """Pooled Clopper-Pearson when every member gives its rate as counts, else Student t (within the range
-    the figure can take)."""
+    the figure can take); over a canary set, the crossed seeds x canaries interval instead of the t one."""
     counts = [_counts(r) for r in members]
+    table = canary_table(members)
+    spread = (within_range(crossed_summary(table, confidence), members) if table is not None
+              else within_range(t_summary([r.value for r in members], confidence), members))
     if all(c is not None for c in counts):
         pooled = pooled_rate_summary([c[0] for c in counts], [c[1] for c in counts], confidence)
-        if not seeds_disagree(counts):
+        if not seeds_disagree(counts) and not (table is not None and canaries_disagree(table, counts)):
             return pooled
-        return _wider_of(pooled, within_range(t_summary([r.value for r in members], confidence), members))
-    return within_range(t_summary([r.value for r in members], confidence), members)
+        return _wider_of(pooled, spread)
+    return spread
+
+
+def canaries_disagree(table: Sequence[Sequence[float]], counts: Sequence[tuple[float, float]],
+                      alpha: float = 0.05) -> bool:
+    """Whether a set's canaries' success rates, pooled over seeds, differ more than their trials explain
+    (the chi-square test of :func:`seeds_disagree` on the canaries x (successes, failures) table)."""
+    m = len(table[0])
+    per_canary_trials = [n / m for _, n in counts]     # each seed gives every canary the same trials
+    hits = [math.fsum(row[j] * t for row, t in zip(table, per_canary_trials)) for j in range(m)]
+    trials = math.fsum(per_canary_trials)
+    return seeds_disagree([(round(h), round(trials)) for h in hits], alpha)
 
 
 def seeds_disagree(counts: Sequence[tuple[float, float]], alpha: float = 0.05) -> bool:
@@ -240,13 +277,23 @@ def aggregate(members: Sequence[LeakResult], seeds: Sequence[int]) -> LeakResult
     per_seed = ", ".join(f"seed {s}: {_fmt(v)}" for s, v in zip(seeds, summary.values))
     extra = {"mean": summary.mean, f"{side}_bound": bound, "worst_seed": float(seeds[worst_i]),
              "worst_figure": summary.values[worst_i], "seeds": float(len(members))}
+    if summary.counts is not None:
+        extra["pooled_successes"], extra["pooled_trials"] = float(summary.counts[0]), float(summary.counts[1])
+    table = canary_table(members)
     evidence = {"per seed": per_seed, "over seeds": f"mean {_fmt(summary.mean)}; {confidence:.0%} interval over "
                 f"seeds by {summary.method}"}
+    if table is not None:
+        cells = [v for row in table for v in row]
+        worst_cell = max(cells) if direction == "at_most" else min(cells)
+        extra["worst_cell"] = worst_cell
+        evidence["over canaries"] = (f"each seed's figure is the mean over the same {len(table[0])} canaries; the "
+                                     f"worst canary of any seed reads {_fmt(worst_cell)}")
     if threshold is not None:
         over = sum(_violates(direction, v, threshold) for v in summary.values)
         extra["share_over_limit"] = over / len(members)
         evidence["verdict on"] = (_observed_verdict(summary, direction, threshold, seeds, confidence) if observed
-                                  else f"the one-sided {confidence:.0%} {side} bound over seeds ({_fmt(bound)}), "
+                                  else f"the one-sided {confidence:.0%} {side} bound over seeds"
+                                  f"{' and canaries' if table is not None else ''} ({_fmt(bound)}), "
                                   f"not the mean: a pipeline that plausibly leaks fails; {over} of {len(members)} "
                                   f"seeds {'violate' if over != 1 else 'violates'} the limit, the worst is seed "
                                   f"{seeds[worst_i]} ({_fmt(summary.values[worst_i])})")
@@ -259,7 +306,7 @@ def aggregate(members: Sequence[LeakResult], seeds: Sequence[int]) -> LeakResult
                        confidence=confidence, evidence=evidence, extra=extra,
                        target={k: v for k, v in _combined_target(members, seeds).items()
                                if k not in (INCONCLUSIVE, "inconclusive_allowed")},
-                       per_seed=summary.values)
+                       per_seed=summary.values, per_canary=tuple(table) if table is not None else ())
     short = [(s, r) for s, r in zip(seeds, members) if (r.target or {}).get(INCONCLUSIVE)]
     if not short:
         return combined

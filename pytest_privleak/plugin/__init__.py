@@ -250,15 +250,23 @@ def ner_dataset(privleak_seed: int):
 
 @pytest.fixture(scope="session")
 def canary(privleak_seed: int):
-    """Factory: ``canary("pin", length=4, seed=...)`` builds a canary of canary-extraction-nlu App. A.
+    """Factory: ``canary("pin", length=4, seed=...)`` draws 8 distinct canaries of canary-extraction-nlu App. A.
 
-    The same defaults as :func:`pytest_privleak.canaries.canary`: ``length`` 4 for a named pattern, the
-    pattern's own length for a built one (``string_pattern``, ``custom_pattern``), the secret's length for
-    an explicit ``secret=``; the seed is the run's unless given."""
+    By default a :class:`~pytest_privleak.canaries.CanarySet` of ``count=8`` distinct secrets of the pattern
+    (fewer for a space under 800 secrets), each inserted ``repeats`` times by ``inject_canaries`` into the
+    same training set; every assertion then judges their mean over canaries (and seeds), so one secret's
+    luck does not decide the verdict. ``secret="4 8 2 1"`` or ``count=1`` gives one canary, and the message
+    then says the verdict rests on one secret. The same defaults as :func:`pytest_privleak.canaries.canary`
+    otherwise: ``length`` 4 for a named pattern, the pattern's own length for a built one
+    (``string_pattern``, ``custom_pattern``), the secret's length for an explicit ``secret=``; the seed is
+    the run's unless given."""
     from .. import canaries
 
-    def make(pattern="pin", length: int | None = None, seed: int | None = None, **kwargs):
-        return canaries.canary(pattern, length, seed=privleak_seed if seed is None else seed, **kwargs)
+    def make(pattern="pin", length: int | None = None, seed: int | None = None, count: int | None = None,
+             **kwargs):
+        if count is None and kwargs.get("secret") is None:
+            count = canaries.default_count(canaries.make_pattern(pattern, length))
+        return canaries.canary(pattern, length, seed=privleak_seed if seed is None else seed, count=count, **kwargs)
 
     return make
 

@@ -75,7 +75,8 @@ def _signed_text(data: dict[str, Any]) -> dict[str, str]:
     return {str(r.get("key")): json.dumps(encode([r.get("attack"), r.get("metric"), r.get("direction"),
                                                   r.get("value"), r.get("tolerance")]
                                                  + ([r["per_seed"]] if r.get("per_seed") else [])
-                                                 + ([r["audit"]] if r.get("audit") else [])),
+                                                 + ([r["audit"]] if r.get("audit") else [])
+                                                 + ([r["per_canary"]] if r.get("per_canary") else [])),
                                           separators=(",", ":"))
             for t in data.get("tests", []) for r in t.get("results", [])}
 
@@ -87,7 +88,7 @@ def sign(data: dict[str, Any]) -> dict[str, Any]:
         return data
     return {**data, SIGNATURE_FIELD: {"hmac": signature(_SIGNED, _signed_text(data), secret),
                                       "covers": "each entry's key, attack, metric, direction, value, tolerance, "
-                                                "per-seed figures and audit record"}}
+                                                "per-seed and per-canary figures and audit record"}}
 
 
 UNSIGNED_OK = "--privleak-unsigned-ok"

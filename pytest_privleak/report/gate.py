@@ -16,17 +16,18 @@ A result is matched with the baseline entry of the same key (test node id +
 New results (not in the baseline) are listed, never gated.
 
 Figures measured over ``k >= 2`` training seeds (``per_seed``, issue 26) are
-compared as distributions, not points: a regression is a one-sided Welch t
-test (:func:`seed_test`) of the run's per-seed figures against the baseline's
-at :data:`SEED_ALPHA` that rejects, with the mean also worse by more than the
+compared as distributions, not points, by the seed rule of
+:mod:`.seed_rule` (issue 37): a test at :data:`SEED_ALPHA` that rejects (an
+exact test of pooled counts for a rate; for any other figure a permutation
+test over seeds that combines Welch's t with statistics for a shift of some
+seeds or some canaries), with the mean also worse by more than the
 tolerance (a shift the seeds cannot explain, and larger than the team
 accepts); the tolerance rule alone applies to ``k = 1`` (and when neither
-side varies over seeds, so no test is possible). Welch, not
-Mann-Whitney: with 3 seeds a side the smallest one-sided Mann-Whitney p is
-1/20 = 0.05, so it could never reject at 5 %, and with 5 a side it has far
-fewer attainable levels; Welch also does not assume equal spread (a change can
-make a figure steadier or noisier). A baseline saved with another ``k`` than
-the run's cannot be compared (an invalid entry naming both).
+side varies over seeds, so no test is possible). A baseline saved with
+another ``k`` than the run's cannot be compared (an invalid entry naming
+both). A figure whose baseline and run both sit within the tolerance of its
+ceiling cannot show growth: the gate lists it as ``CEILING`` with the remedy
+instead of calling the comparison passed.
 
 Tolerances come from the baseline file or the workflow's command line (the
 ini of the checkout under test can only tighten them), never from the run
@@ -47,6 +48,7 @@ from typing import Any
 
 import pytest
 
+from . import seed_rule
 from .model import figure
 from .printable import printable
 from .verdict.strength import audit_problems, describe_problem, stronger_settings
@@ -55,10 +57,13 @@ from .verdict.strength import audit_problems, describe_problem, stronger_setting
 #: exposures (bits) by about one bit, ε lower bounds by a tenth. The Mix And Match rank (a place
 #: among |V| tokens; measured: it did not move for 16 canaries under other batch sizes or float64)
 #: may lose one place, a tie broken the other way or one candidate crossing the secret.
+#: A canary set's mean exposure (issue 37): one canary's figure may move by a bit, the mean of m = 8 by about
+#: 1/sqrt(8) of it when the canaries move independently (measured in docs/report-and-gate.md)
+MEAN_EXPOSURE_TOLERANCE = 0.35
 DEFAULT_TOLERANCES: dict[str, float] = {
     "accuracy": 0.05, "hdt": 0.05, "auc": 0.05, "advantage": 0.05, "tpr": 0.05,
     "reconstruction_accuracy": 0.05, "linking_auc": 0.05,
-    "exposure_bits": 1.0, "d_exposure_bits": 1.0, "d_exposure_class_max_bits": 1.0, "epsilon_lcb": 0.1, "epsilon": 0.1,
+    "exposure_bits": 1.0, "mean_exposure_bits": MEAN_EXPOSURE_TOLERANCE, "d_exposure_bits": 1.0, "d_exposure_class_max_bits": 1.0, "epsilon_lcb": 0.1, "epsilon": 0.1,
     "mix-and-match.rank": 1.0,
 }
 FALLBACK_TOLERANCE = 0.05
@@ -163,52 +168,6 @@ def seed_count(result: dict[str, Any]) -> int:
     return max(len(result.get("per_seed") or ()), 1)
 
 
-def _mean(values: list[float]) -> float:
-    return math.fsum(values) / len(values)
-
-
-def seed_test(direction: str, before: list[float], after: list[float]) -> tuple[float, float] | None:
-    """One-sided Welch t test that ``after`` leaks more than ``before`` (larger for ``at_most``, smaller for
-    ``at_least``): ``(p for worse, p for better)``; ``None`` when neither sample varies (no test possible)."""
-    from scipy.stats import ttest_ind
-
-    if len(before) < 2 or len(after) < 2:
-        raise ValueError(f"the seed test needs at least 2 seeds a side, got {len(before)} and {len(after)}")
-    if not all(math.isfinite(v) for v in (*before, *after)):
-        return None
-    if len(set(before)) == 1 and len(set(after)) == 1:
-        return None
-    worse = "greater" if direction == "at_most" else "less"
-    better = "less" if direction == "at_most" else "greater"
-    p_worse = float(ttest_ind(after, before, equal_var=False, alternative=worse).pvalue)
-    p_better = float(ttest_ind(after, before, equal_var=False, alternative=better).pvalue)
-    return p_worse, p_better
-
-
-def _seed_change(change: dict[str, Any], old: dict[str, Any], new: dict[str, Any], alpha: float) -> str:
-    """Fill ``change`` for figures over seeds (means, both sets, the test); return regression/improvement/same."""
-    before, after = [figure(v) for v in old["per_seed"]], [figure(v) for v in new["per_seed"]]
-    change.update({"before": _mean(before), "after": _mean(after), "before_seeds": before, "after_seeds": after,
-                   "alpha": alpha})
-    tested = seed_test(change["direction"], before, after)
-    if tested is None:  # no spread on either side: the tolerance rule on the means
-        change["rule"] = "tolerance (the figures do not vary over seeds, so no test)"
-        worse = _worsening(change["direction"], change["before"], change["after"])
-        return ("regression" if worse > change["tolerance"] + _EPS
-                else "improvement" if -worse > change["tolerance"] + _EPS else "same")
-    change["rule"] = f"one-sided Welch t over seeds, alpha {alpha:g}"
-    change["p_value"] = tested[0]
-    worse = _worsening(change["direction"], change["before"], change["after"])
-    # both: a shift the seeds cannot explain (the test) that is also larger than the team accepts (the tolerance);
-    # the test alone flagged a 0.02-bit shift of every seed against a 1-bit tolerance (another BLAS, say)
-    if tested[0] < alpha and worse > change["tolerance"] + _EPS:
-        return "regression"
-    if tested[1] < alpha and -worse > change["tolerance"] + _EPS:
-        change["p_value"] = tested[1]
-        return "improvement"
-    return "same"
-
-
 def _index(report: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
     return {r["key"]: (t["nodeid"], r) for t in report.get("tests", []) for r in t.get("results", [])}
 
@@ -292,7 +251,7 @@ def compare(current: dict[str, Any], baseline: dict[str, Any], overrides: dict[s
     if not (isinstance(alpha, (int, float)) and 0.0 < alpha < 0.5):
         raise ValueError(f"the seed test's alpha={alpha!r} must lie in (0, 0.5), e.g. 0.05")
     now, before = _index(current), _index(baseline)
-    regressions, improvements, invalid, notes, seeds = [], [], [], [], []
+    regressions, improvements, invalid, notes, seeds, ceiling = [], [], [], [], [], []
     weakened, unmeasured = [], []
     for key, (nodeid, result) in now.items():
         if key not in before:
@@ -318,11 +277,14 @@ def compare(current: dict[str, Any], baseline: dict[str, Any], overrides: dict[s
             invalid.append({**change, "reason": reason})
             continue
         if seed_count(old) > 1:
-            outcome = _seed_change(change, old, result, alpha)
+            outcome = seed_rule.judge(change, old, result, alpha)
             seeds.append({**change, "outcome": outcome})
         else:
             worse = _worsening(result["direction"], b, a)
             outcome = "regression" if worse > tol + _EPS else "improvement" if -worse > tol + _EPS else "same"
+        stuck = seed_rule.cannot_grow(change, old, result) if outcome != "regression" else None
+        if stuck:
+            ceiling.append({**change, "reason": stuck})
         if outcome == "regression":
             regressions.append(change)
         elif outcome == "improvement":
@@ -333,7 +295,7 @@ def compare(current: dict[str, Any], baseline: dict[str, Any], overrides: dict[s
                   "vanished": sorted(set(before) - set(now)),
                   "compared": len(set(now) & set(before)) - len(unmeasured),
                   "allow_missing": bool(allow_missing), "errors": list(errors), "notes": notes,
-                  "seeds": seeds, "weakened": weakened, "inconclusive": unmeasured}
+                  "seeds": seeds, "weakened": weakened, "inconclusive": unmeasured, "ceiling": ceiling}
     comparison["passed"] = gate_exit(comparison) is None
     return comparison
 
@@ -342,7 +304,7 @@ def failed_comparison(path: str, error: str) -> dict[str, Any]:
     """The ``baseline`` part when the comparison itself could not run: the gate fails, naming why."""
     return {"path": str(path), "passed": False, "regressions": [], "improvements": [], "invalid": [], "new": [],
             "vanished": [], "compared": 0, "allow_missing": False, "errors": [error], "notes": [], "seeds": [],
-            "weakened": [], "inconclusive": []}
+            "weakened": [], "inconclusive": [], "ceiling": []}
 
 
 def gate_exit(comparison: dict[str, Any]) -> pytest.ExitCode | None:
@@ -441,12 +403,20 @@ def gate_lines(comparison: dict[str, Any]) -> list[str]:
     elif not compared and (missing or not comparison.get("errors")):
         lines.append(f"privleak baseline gate FAILED: nothing was compared: no result of this run has a "
                      f"counterpart in {path}; is it the baseline of this test suite?")
+    stuck = comparison.get("ceiling", [])
     if comparison.get("passed"):
         over = len(comparison.get("seeds", []))
-        how = (f" ({over} over training seeds, by a one-sided Welch t test at alpha "
+        how = (f" ({over} over training seeds, by the seed rule at alpha "
                f"{comparison['seeds'][0].get('alpha', SEED_ALPHA):g})" if over else "")
-        lines.append(f"privleak baseline gate passed: {compared} result(s) compared with {path}{how}, none worse "
-                     "than its tolerance")
+        if stuck:
+            lines.append(f"privleak baseline gate: {compared} result(s) compared with {path}{how}, none worse than "
+                         f"its tolerance, but {len(stuck)} cannot show growth (at the ceiling on both sides): the "
+                         f"comparison proves nothing for {'it' if len(stuck) == 1 else 'them'}")
+        else:
+            lines.append(f"privleak baseline gate passed: {compared} result(s) compared with {path}{how}, none worse "
+                         "than its tolerance")
+    lines += [f"  CEILING {c['nodeid']} {c['metric']}" + (f" [{c['label']}]" if c.get("label") else "")
+              + f": {c['reason']}" for c in stuck]
     if missing and allowed:
         lines += [f"  missing, allowed by --privleak-allow-missing (not gated): {key}" for key in missing]
     if partial and allowed:

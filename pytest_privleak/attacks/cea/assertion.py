@@ -9,7 +9,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ...results import LeakResult, record, audited
+from ...canaries import Canary, CanarySet
+from ...results import LeakResult, audited, record
+from ..over_canaries import CANARIES_KEY, one_canary_note, over_set
 from ..candidates import DEFAULT_BUDGET
 from .attack import DEFAULT_RANKED, ExtractionReport, extract
 from ..inconclusive import check_covered
@@ -146,10 +148,30 @@ def measured_cea(target, canaries, *, method: str = "auto", trials: int = 10, st
     def compute() -> list[LeakResult]:
         report = run_cea(target, canaries, method=method, trials=trials, starts=starts, select=select,
                          confidence=confidence, seed=seed, budget=budget, ranked=ranked, name=name, **attack)
-        return [accuracy_result(report, target, threshold=None, confidence=confidence, name=name, tolerance=None)]
+        result = accuracy_result(report, target, threshold=None, confidence=confidence, name=name, tolerance=None)
+        return [over_canaries(result, report, canaries, name)]
 
     return cached_results("cea", models, inputs, compute, threads_matter=not _scores_every_secret(canaries, method,
                                                                                                   budget))[0]
+
+
+def over_canaries(result: LeakResult, report: ExtractionReport, canaries: Any, name: str | None) -> LeakResult:
+    """The accuracy over a canary set (issue 37): pooled over its members (each attacked among the
+    non-members), with each member's accuracy, the worst, and the set's label; one canary says so."""
+    if isinstance(canaries, Canary):
+        return dataclasses.replace(result, evidence={**result.evidence, CANARIES_KEY: one_canary_note(canaries.text)})
+    if not isinstance(canaries, CanarySet):
+        return result
+    hits = [0] * len(canaries)
+    seen = [0] * len(canaries)
+    for i, t, r in zip(report.canary_index, report.true, report.reconstructed):
+        hits[i] += t == r
+        seen[i] += 1
+    figures = [h / n for h, n in zip(hits, seen)]
+    listed = ", ".join(f"{c.text!r}: {h}/{n}" for c, h, n in zip(canaries, hits, seen))
+    labelled = result if name is not None else dataclasses.replace(result, label=canaries.label)
+    labelled = dataclasses.replace(labelled, target={**labelled.target, "canary_set": canaries.fingerprint()})
+    return over_set(labelled, canaries, figures, per_canary=f"secrets recovered: {listed}", rate=True)
 
 
 def _scores_every_secret(canaries: Any, method: str, budget: int | None) -> bool:

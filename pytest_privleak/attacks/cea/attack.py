@@ -452,9 +452,11 @@ def extract(targets: "SoftInputModel | Sequence[SoftInputModel]", canaries: "Can
                          f"first_trial={first_trial!r}")
     config = CEAConfig(epochs=epochs, lr=lr, lr_decay=lr_decay, temperature0=temperature0,
                        temperature_decay=temperature_decay, init_scale=init_scale, starts=starts, select=select)
-    from ...canaries import as_canary_list
+    from ...canaries import CanarySet, as_canary_list
 
     items = as_canary_list(canaries)
+    # a canary set's members are all training data: each is attacked among the secrets that are not members
+    members = torch.tensor(canaries.secret_numbers, dtype=torch.long) if isinstance(canaries, CanarySet) else None
     models = _as_targets(targets, len(items))
     sizes = [c.pattern.space_size for c in items]
     if method == "auto":
@@ -467,13 +469,15 @@ def extract(targets: "SoftInputModel | Sequence[SoftInputModel]", canaries: "Can
     weights = {id(m): checked_embeddings(m, whose[id(m)]) for m in models}
     outcome: dict[int, _Outcome] = {}
     exhaustive = [i for i, a in enumerate(attacks) if a == "exhaustive"]
+    space_scores: dict[tuple, torch.Tensor] = {}   # one scoring per (model, pattern) for a set's members
     for i in exhaustive:
-        outcome[i] = _exhaustive(models[i], weights[id(models[i])], items[i], budget, batch_size, whose[id(models[i])])
+        outcome[i] = _exhaustive(models[i], weights[id(models[i])], items[i], budget, batch_size, whose[id(models[i])],
+                                 members=members, shared=space_scores)
     searched = [i for i, a in enumerate(attacks) if a != "exhaustive"]
     if searched:
         outcome.update(_optimise(models, weights, items, searched, trials, config, seed, first_trial,
                                  "trivial" if method == "trivial" else "gradient",
-                                 ranked if method == "auto" else 1, batch_size, whose))
+                                 ranked if method == "auto" else 1, batch_size, whose, members))
     canary_index = tuple(i for i in range(len(items)) for _ in outcome[i].guesses)
     vocab = [c.pattern.vocabulary for c in items]
     reconstructed = tuple(tuple(vocab[i][k] for k in g) for i in range(len(items)) for g in outcome[i].guesses)
@@ -511,14 +515,15 @@ class _Outcome:
 
 def _optimise(models: list[Any], weights: dict[int, torch.Tensor], items: list["Canary"], indices: list[int],
               trials: int, config: CEAConfig, seed: int, first_trial: int, method: str, ranked: int,
-              batch_size: int, whose: dict[int, str]) -> dict[int, _Outcome]:
+              batch_size: int, whose: dict[int, str], set_members: torch.Tensor | None = None) -> dict[int, _Outcome]:
     """Gradient or trivial attack on every (canary, trial, start), one optimisation per (model, shape) group.
 
     Each start proposes its argmax (``ranked=1``) or its ``ranked`` most
     probable secrets under ``softmax(Z / T_final)``; the distinct (canary,
     secret) proposals are scored once with the model's loss, and each trial
     keeps its lowest-loss proposal (``select="best_loss"``) or its first
-    start's argmax (``select="single"``).
+    start's argmax (``select="single"``). ``set_members``: the secret numbers of a canary set, never a guess
+    for another member (each is attacked among the non-members).
     """
     groups: dict[tuple, list[int]] = {}
     for i in indices:
@@ -543,14 +548,18 @@ def _optimise(models: list[Any], weights: dict[int, torch.Tensor], items: list["
             start = initial_embeddings(seeds, k, n, w[v0.to(w.device)])
             proposals = continuous_attack(model, rows, start, config, whose=whose[model_id]).unsqueeze(1)
         out.update(_score_proposals(model, w, items, members, rows_of, proposals, trials, k, config.select,
-                                    batch_size, whose[model_id]))
+                                    batch_size, whose[model_id], set_members))
     return out
 
 
 def _score_proposals(model: Any, weights: torch.Tensor, items: list["Canary"], members: list[int],
                      rows_of: dict[int, tuple[torch.Tensor, torch.Tensor]], proposals: torch.Tensor, trials: int,
-                     starts: int, select: str, batch_size: int, whose: str) -> dict[int, _Outcome]:
-    """Score the distinct (canary, secret) proposals ``[rows, C, n]`` and the truths; pick each trial's guess."""
+                     starts: int, select: str, batch_size: int, whose: str,
+                     set_members: torch.Tensor | None = None) -> dict[int, _Outcome]:
+    """Score the distinct (canary, secret) proposals ``[rows, C, n]`` and the truths; pick each trial's guess.
+
+    A proposal that is another member of a canary set (``set_members``) is never picked nor counted above
+    the truth: it is training data, not a guess."""
     count, n = proposals.shape[1], proposals.shape[2]
     slot = torch.arange(len(members)).repeat_interleave(trials * starts * count)      # member slot of each proposal
     flat = proposals.reshape(-1, n)
@@ -564,12 +573,16 @@ def _score_proposals(model: Any, weights: torch.Tensor, items: list["Canary"], m
                            [items[i].intent for i in canary_of], [items[i].tags for i in canary_of], batch_size)
     require_finite(losses, what=f"the loss of {whose} on {len(unique)} one-hot canaries (the attack's candidates)",
                    fix=FIX_BROKEN)
+    is_truth = (unique[:, 1:] == truths[unique[:, 0]]).all(dim=1)
+    if set_members is not None:
+        powers = len(rows_of[members[0]][1]) ** torch.arange(n - 1, -1, -1, dtype=torch.long)
+        other = torch.isin((unique[:, 1:] * powers).sum(dim=1), set_members) & ~is_truth
+        losses = torch.where(other, torch.full_like(losses, math.inf), losses)
     per_trial = losses[inverse[:flat.shape[0]]].view(len(members) * trials, starts * count)
     pick = per_trial.argmin(dim=1) if select == "best_loss" else torch.zeros(per_trial.shape[0], dtype=torch.long)
     guesses = flat.view(len(members) * trials, starts * count, n)[torch.arange(per_trial.shape[0]), pick]
     chosen = per_trial[torch.arange(per_trial.shape[0]), pick]
     truth_loss = losses[inverse[flat.shape[0]:]]                                       # [members]
-    is_truth = (unique[:, 1:] == truths[unique[:, 0]]).all(dim=1)
     at_or_below = (losses <= truth_loss[unique[:, 0]]) & ~is_truth
     beaten = torch.bincount(unique[:, 0][at_or_below], minlength=len(members))
     proposed = torch.bincount(unique[:, 0], minlength=len(members))
@@ -582,18 +595,35 @@ def _score_proposals(model: Any, weights: torch.Tensor, items: list["Canary"], m
 
 
 def _exhaustive(model: Any, weights: torch.Tensor, item: "Canary", budget: int | None, batch_size: int,
-                whose: str) -> _Outcome:
-    """Score every secret of the canary's pattern; guess = lowest loss; exact rank of the truth (§4.3)."""
+                whose: str, *, members: torch.Tensor | None = None,
+                shared: dict[tuple, torch.Tensor] | None = None) -> _Outcome:
+    """Score every secret of the canary's pattern; guess = lowest loss; exact rank of the truth (§4.3).
+
+    ``members``: the secret numbers of the canary set ``item`` belongs to; the other members are left out
+    of the guess and the rank (they are training data, not candidates), and ``shared`` keeps the space's
+    scores so the set's members score it once."""
     p = item.pattern
     space = enumerate_space(len(p.vocabulary), p.length, budget=budget)
-    prefix, v0 = canary_rows(model, item)
-    scores = discrete_loss(model, weights, prefix, v0, space, [p.intent], [p.tags], batch_size,
-                           label=f"canary extraction of {shown_text(item)}")
-    require_finite(scores, what=f"the loss of {whose} on the {len(scores)} secrets of the exhaustive attack",
-                   fix=FIX_BROKEN)
-    best = int(scores.argmin())                       # ties: the first lowest loss in V0 order
+    key = (id(model), p)
+    if shared is not None and key in shared:
+        scores = shared[key]
+    else:
+        prefix, v0 = canary_rows(model, item)
+        scores = discrete_loss(model, weights, prefix, v0, space, [p.intent], [p.tags], batch_size,
+                               label=f"canary extraction of {shown_text(item)}")
+        require_finite(scores, what=f"the loss of {whose} on the {len(scores)} secrets of the exhaustive attack",
+                       fix=FIX_BROKEN)
+        if shared is not None:
+            shared[key] = scores
     truth = secret_index(item.secret_indices, len(p.vocabulary))
+    keep = torch.ones(scores.shape[0], dtype=torch.bool)
+    if members is not None:
+        keep[members] = False
+        keep[truth] = True
+    candidates = torch.nonzero(keep).squeeze(1)
+    best = int(candidates[scores[candidates].argmin()])  # ties: the first lowest loss in V0 order
+    keep[truth] = False
     # ties against the truth, as exposure counts them: rank 1 only when the truth is the unique
     # lowest loss, i.e. exactly when the exhaustive guess is certain to be the truth
-    rank = rank_of(scores[truth], torch.cat([scores[:truth], scores[truth + 1:]]), ties="against")
-    return _Outcome([space[best].tolist()], [float(scores[best])], rank, int(space.shape[0]))
+    rank = rank_of(scores[truth], scores[keep], ties="against")
+    return _Outcome([space[best].tolist()], [float(scores[best])], rank, int(keep.sum()) + 1)

@@ -30,11 +30,18 @@ import math
 from typing import Any
 
 from ...cache.results import cached_results
-from ...results import LeakResult, record, target_facts, audited
+from ...canaries import Canary, CanarySet
+from ...results import LeakResult, audited, record, target_facts
 from .attack import DEFAULT_BATCH, DEFAULT_EXACT_BUDGET, DEFAULT_REFERENCES, compute_exposure
+from .canary_set import compute_set_exposure
+from ..over_canaries import CANARIES_KEY, one_canary_note, over_set
 from ..inconclusive import check_allow_inconclusive, check_covered
 from ..redaction import redaction_note, redaction_tag, shown_text
 from ..remedies import UNKNOWN, remedy, remedy_for
+
+#: The metric of a canary set's figure (issue 37): the mean of its members' exposures, a statistic of its own
+#: (its gate tolerance is a mean's, ``report.gate.MEAN_EXPOSURE_TOLERANCE``), as d-exposure's mean is.
+SET_METRIC = "mean_exposure_bits"
 
 #: Methods that score a sample of the secret space instead of all of it.
 _SAMPLING_METHODS = ("sampled", "extrapolated")
@@ -73,8 +80,13 @@ def _check_name(name: Any) -> None:
 
 def exposure_result(target: Any, canary: Any, *, threshold: float | None, tolerance: float | None = None,
                     name: str | None = None, **options: Any) -> LeakResult:
-    """Measure the exposure of ``canary`` (:func:`.exposure.compute_exposure`) as an ``exposure_bits`` result."""
+    """Measure the exposure of ``canary`` (:func:`.exposure.compute_exposure`) as an ``exposure_bits`` result.
+
+    A :class:`~pytest_privleak.canaries.CanarySet` is scored once and each member ranked among the
+    non-members (:func:`.canary_set.compute_set_exposure`); the figure is their mean (issue 37)."""
     _check_name(name)
+    if isinstance(canary, CanarySet):
+        return set_exposure_result(target, canary, threshold=threshold, tolerance=tolerance, name=name, **options)
     m = compute_exposure(target, canary, **options)
     shown = shown_text(canary)   # a secret from the team's data stays out of messages, reports, baselines
     evidence: dict[str, Any] = {
@@ -89,11 +101,40 @@ def exposure_result(target: Any, canary: Any, *, threshold: float | None, tolera
         evidence["fit"] = f"skew-normal a={m.fit['a']:.3g} loc={m.fit['loc']:.4g} scale={m.fit['scale']:.4g}, " \
                           f"KS statistic {m.fit['ks']:.3f}"
         extra["fit_ks"] = m.fit["ks"]
+    if isinstance(canary, Canary):
+        evidence[CANARIES_KEY] = one_canary_note(canary.text)
     return LeakResult(
         attack="exposure", metric="exposure_bits", value=m.value, threshold=threshold, direction="at_most",
         interval=m.interval, confidence=m.confidence if m.method != "exact" else None, chance=m.chance,
         ceiling=m.ceiling, label=shown if name is None else name, evidence=evidence, extra=extra,
         remedy=remedy_for("exposure", target), tolerance=tolerance, target=target_facts(target))
+
+
+def set_exposure_result(target: Any, canaries: CanarySet, *, threshold: float | None, tolerance: float | None,
+                        name: str | None, **options: Any) -> LeakResult:
+    """The ``exposure_bits`` result of a canary set: the mean over its members, each ranked among the
+    non-members of one scoring (:mod:`.canary_set`), with the worst member and every member's figure."""
+    figures = compute_set_exposure(target, canaries, **options)
+    first = figures[0]
+    ranks = ", ".join(str(f.rank) for f in figures)
+    among = (f"of {first.space_size:,} secrets (the {len(canaries) - 1} other canaries of the set left out)"
+             if first.method == "exact" else f"among {first.n_references} sampled references")
+    per_canary = ", ".join(f"{c.text!r}: {f.value:.3g}" for c, f in zip(canaries, figures))
+    evidence: dict[str, Any] = {"method": first.method, "rank": f"ranks {ranks} {among}",
+                                "space_size": canaries.pattern.space_size}
+    for f in figures:
+        evidence.update(f.evidence)
+    extra = {}
+    if first.fit:
+        extra["fit_ks_max"] = max(f.fit["ks"] for f in figures)
+    base = LeakResult(
+        attack="exposure", metric=SET_METRIC, value=first.value, threshold=threshold, direction="at_most",
+        interval=None, confidence=None, chance=first.chance, ceiling=first.ceiling,
+        label=canaries.label if name is None else name, evidence=evidence, extra=extra,
+        remedy=remedy_for("exposure", target), tolerance=tolerance,
+        target={**target_facts(target), "canary_set": canaries.fingerprint()})
+    confidence = options.get("confidence", 0.95)
+    return over_set(base, canaries, [f.value for f in figures], per_canary=per_canary, confidence=confidence)
 
 
 def ceiling_under_limit(ceiling: float | None, threshold: float | None) -> bool:
@@ -165,6 +206,12 @@ def assert_exposure_below(target: Any, canary: Any, max_bits: float, *, method: 
                           bootstrap: int = 30, name: str | None = None,
                           tolerance: float | None = None, allow_inconclusive: bool = False) -> LeakResult:
     """Fail when the exposure of ``canary`` under ``target`` exceeds ``max_bits``.
+
+    ``canary``: one canary, or a :class:`~pytest_privleak.canaries.CanarySet` (the ``canary``
+    fixture's default: 8 distinct secrets of the pattern, issue 37), whose figure
+    ``mean_exposure_bits`` is the mean of its members' exposures, each ranked among the secrets
+    that are not in the set from ONE scoring of the space; the worst member and every member's
+    figure are in the message, the per-canary figures in ``result.per_canary``.
 
     Exposure (Secret Sharer, d-exposure-discriminative eq. 1) is
     ``log2 |R| - log2 rank`` of the canary's score among its space ``V0^n``;

@@ -20,13 +20,15 @@ import math
 from typing import Any
 
 from ...cache.results import cached_results
-from ...results import LeakResult, record, target_facts, audited
+from ...canaries import Canary, CanarySet
+from ...results import LeakResult, audited, record, target_facts
 from ...stats import clopper_pearson
 from .attack import DEFAULT_BEAMS, DEFAULT_SAMPLES, DEFAULT_TOP_K, ExtractionMeasurement, extract_by_generation
 from .search import DEFAULT_MAX_EXPANSIONS, DEFAULT_SEARCH_BATCH
 from ..inconclusive import check_allow_inconclusive, check_covered
 from ..redaction import redaction_note, redaction_tag
 from ...canaries import as_canary_list
+from ..over_canaries import CANARIES_KEY, one_canary_note, over_set
 
 REMEDY = ("the model completes the canary's prefix with its secret: keep such secrets out of the training data "
           "(scrub or mask them, de-duplicate repeated records: repetition drives memorisation), train fewer epochs "
@@ -84,10 +86,18 @@ def extraction_result(model: Any, canaries: Any, m: ExtractionMeasurement, *, co
                                            f"{n} canaries: {m.canaries[0].canary!r}, ...")
     short = [c for c in m.canaries if c.cut_short and not c.extracted]
     facts = {"extraction": m.method, "cut_short": [[c.canary, c.expansions, len(c.guesses)] for c in short]}
-    return LeakResult(attack="extraction", metric="extraction_rate", value=k / n, threshold=None,
-                      direction="at_most", interval=clopper_pearson(k, n, confidence), confidence=confidence,
-                      chance=m.chance, ceiling=1.0, label=label, evidence=evidence, extra=extra, remedy=REMEDY,
-                      target={**target_facts(model), **facts})
+    if isinstance(canaries, CanarySet):
+        label, facts["canary_set"] = (canaries.label if name is None else name), canaries.fingerprint()
+    elif isinstance(canaries, Canary):
+        evidence[CANARIES_KEY] = one_canary_note(canaries.text)
+    result = LeakResult(attack="extraction", metric="extraction_rate", value=k / n, threshold=None,
+                        direction="at_most", interval=clopper_pearson(k, n, confidence), confidence=confidence,
+                        chance=m.chance, ceiling=1.0, label=label, evidence=evidence, extra=extra, remedy=REMEDY,
+                        target={**target_facts(model), **facts})
+    if not isinstance(canaries, CanarySet):
+        return result
+    listed = ", ".join(f"{c.canary!r}: {'extracted' if c.extracted else 'not extracted'}" for c in m.canaries)
+    return over_set(result, canaries, [float(c.extracted) for c in m.canaries], per_canary=listed, rate=True)
 
 
 def _measured(model, canaries, *, name, confidence, **options) -> LeakResult:

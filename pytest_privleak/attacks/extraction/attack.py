@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...adapters.generation import DEFAULT_TOP_K, check_sampling, check_seed, generate, generator_for
-from ...canaries import Canary, as_canary_list
+from ...canaries import Canary, CanarySet, as_canary_list
 from ..redaction import shown_secret, shown_text
 from .search import DEFAULT_MAX_EXPANSIONS, DEFAULT_SEARCH_BATCH, shortest_path_search
 
@@ -134,6 +134,9 @@ def extract_by_generation(model: Any, canaries: Canary | Sequence[Canary], *, to
     """
     check_arguments(method, samples, beams, top_k, top_p, max_expansions, batch_size, seed)
     items = as_canary_list(canaries)
+    # a canary set's other members are training data, not guesses: each member is looked for among the
+    # guesses that are not members, and the search lists m - 1 more so that `samples` of those remain
+    members = {c.secret for c in items} if isinstance(canaries, CanarySet) else set()
     generator = generator_for(model, tokenizer)
     chosen, why = method, f"method={method!r} was asked for"
     if method == "auto":
@@ -146,10 +149,12 @@ def extract_by_generation(model: Any, canaries: Canary | Sequence[Canary], *, to
         for c, prefix, words in zip(items, prefixes, pieces):
             key = (tuple(prefix), tuple(map(tuple, words)), c.pattern.length)
             if key not in searched:
-                searched[key] = shortest_path_search(generator, prefix, words, c.pattern.length, guesses=samples,
+                searched[key] = shortest_path_search(generator, prefix, words, c.pattern.length,
+                                                     guesses=samples + max(len(members) - 1, 0),
                                                      max_expansions=max_expansions, batch=batch_size)
             found = searched[key]
-            ranked = [tuple(c.pattern.vocabulary[w] for w in s) for s in found.secrets]
+            ranked = _without_others([tuple(c.pattern.vocabulary[w] for w in s) for s in found.secrets], c,
+                                     members)[:samples]
             out.canaries.append(_outcome(c, ranked, samples, cut_short=found.cut_short,
                                          expansions=found.expansions))
         return out
@@ -159,5 +164,11 @@ def extract_by_generation(model: Any, canaries: Canary | Sequence[Canary], *, to
                          top_k=top_k, top_p=top_p)
     for c, rows in zip(items, generated):
         guesses = [tuple(generator.decode(ids)[:c.pattern.length]) for ids in rows]
-        out.canaries.append(_outcome(c, _ranked(guesses, by_frequency=chosen == "sampling"), budget))
+        ranked = _without_others(_ranked(guesses, by_frequency=chosen == "sampling"), c, members)
+        out.canaries.append(_outcome(c, ranked, budget))
     return out
+
+
+def _without_others(ranked: list[tuple[str, ...]], canary: Canary, members: set) -> list[tuple[str, ...]]:
+    """``ranked`` without the other members of ``canary``'s set (none when it is not in a set)."""
+    return [g for g in ranked if g == canary.secret or g not in members]
