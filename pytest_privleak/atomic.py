@@ -42,7 +42,8 @@ def publish_dir_atomic(staging: Path, final: Path) -> Path:
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether a process with this PID runs on this host (a recycled PID reads as alive)."""
+    """Whether a process with this PID runs on this host (a recycled PID reads as alive; an exited one not yet
+    reaped, a zombie, does not)."""
     if pid <= 0:
         return False
     try:
@@ -53,4 +54,14 @@ def pid_alive(pid: int) -> bool:
         return True
     except OSError:
         return True
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """Whether ``pid`` has exited but was not yet reaped (Linux ``/proc``; elsewhere False). A crashed xdist
+    worker stays a zombie until its controller reaps it, which can be after the others waited for it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2:][:1] in ("Z", "X")

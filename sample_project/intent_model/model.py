@@ -88,7 +88,7 @@ class SoftInputAdapter:
         from .train import _batch
 
         ids, mask, intents, tags = _batch(self.model, list(utterances))
-        return self.model.loss_from_embeddings(self.model.embedding(ids), mask, intents, tags).numpy()
+        return self.model.loss_from_embeddings(self.model.embedding(ids), mask, intents, tags).cpu().numpy()
 
     @torch.no_grad()
     def score_with_shared_prefix(self, prefix: Sequence[str], vocabulary: Sequence[str], choices, *,
@@ -100,10 +100,14 @@ class SoftInputAdapter:
 
         labels, index = self.model.labels, {t: i for i, t in enumerate(self.vocabulary)}
         rows = self.model.embedding.weight
-        choices = torch.as_tensor(choices, dtype=torch.long)
+        device = rows.device                       # the model may sit on a GPU (--privleak-device=cuda)
+        choices = torch.as_tensor(choices, dtype=torch.long, device=device)
         states = prefix_outputs(self.model.encoder, rows[[index.get(t, 1) for t in prefix]],
                                 rows[[index.get(w, 1) for w in vocabulary]], choices)
         count, width = states.shape[:2]
-        tag_ids = torch.tensor([labels.tags.index(t) if t in labels.tags else 0 for t in tags]).expand(count, -1)
-        intent_ids = torch.full((count,), labels.intents.index(intent) if intent in labels.intents else 0)
-        return self.model.loss_from_states(states, torch.ones(count, width), intent_ids, tag_ids).numpy()
+        tag_ids = torch.tensor([labels.tags.index(t) if t in labels.tags else 0 for t in tags],
+                               device=device).expand(count, -1)
+        intent_ids = torch.full((count,), labels.intents.index(intent) if intent in labels.intents else 0,
+                                device=device)
+        ones = torch.ones(count, width, device=device)
+        return self.model.loss_from_states(states, ones, intent_ids, tag_ids).cpu().numpy()

@@ -21,7 +21,8 @@ def _batch(model: IntentSlotGRU, utterances):
         mask[row, : len(u.tokens)] = 1
     intents = torch.tensor([labels.intents.index(u.intent) if u.intent in labels.intents else 0
                             for u in utterances])
-    return ids, mask, intents, tags
+    device = model.embedding.weight.device      # the model may sit on a GPU (--privleak-device=cuda)
+    return ids.to(device), mask.to(device), intents.to(device), tags.to(device)
 
 
 def train(dataset, epochs: int = 12, seed: int = 0, batch_size: int = 32) -> IntentSlotGRU:
