@@ -24,9 +24,13 @@ costs what one canary costs, and one scoring of the pattern's space ranks
 them all); every figure is then their mean (and worst) over canaries. One
 secret's figure moves by several bits between draws of the secret and the
 training seed, as much as a 4x change of its repeat count; the mean over
-``m`` secrets moves about ``1/sqrt(m)`` as much. The plugin's ``canary``
-fixture draws :data:`DEFAULT_CANARIES` by default; ``secret=`` or
-``count=1`` keeps one canary.
+``m`` secrets moves about ``1/sqrt(m)`` as much. But canaries of one
+template share what the model learns of it: in the joint tagger a set's
+members score far lower than one canary alone (a pin said twice: 13.29 bits
+and CEA accuracy 1.0 alone, 5.5-6.7 bits and 0.0 as one of 8), so a set is
+the tool for comparing branches (the gate), one canary for an absolute
+limit. The plugin's ``canary`` fixture draws one canary unless given
+``count=`` (:data:`SET_SIZE` is the size measured for the gate).
 """
 from __future__ import annotations
 
@@ -275,11 +279,11 @@ def secret_was_given(item: Canary) -> bool:
     return bool(getattr(item, GIVEN_ATTR, False))
 
 
-#: Canaries the plugin's ``canary`` fixture draws per call unless told (issue 37; measured in
-#: docs/report-and-gate.md, "Several canaries per model"): all go into the same training set, and one scoring
-#: of the pattern's space ranks them all, so they cost what one costs.
-DEFAULT_CANARIES = 8
-#: A set leaves at least this many secrets of the space per canary as references (see :func:`default_count`).
+#: The size of a canary set measured for the gate (issue 37; docs/report-and-gate.md, "Several canaries per
+#: model"): all go into the same training set, and one scoring of the pattern's space ranks them all, so they
+#: cost what one costs. Asked for with ``count=``; the fixture draws one canary unless told.
+SET_SIZE = 8
+#: A set leaves at least this many secrets of the space per canary as references (see :func:`set_size`).
 MIN_REFERENCES_PER_CANARY = 100
 
 
@@ -358,16 +362,16 @@ class CanarySet(Sequence):
         return f"CanarySet({self.label!r})"
 
 
-def default_count(pattern: CanaryPattern) -> int:
-    """:data:`DEFAULT_CANARIES`, fewer where the space is small: at least :data:`MIN_REFERENCES_PER_CANARY`
+def set_size(pattern: CanaryPattern) -> int:
+    """:data:`SET_SIZE`, fewer where the space is small: at least :data:`MIN_REFERENCES_PER_CANARY`
     secrets per canary remain (a 2-digit pin, 100 secrets, gets one canary)."""
-    return max(1, min(DEFAULT_CANARIES, pattern.space_size // MIN_REFERENCES_PER_CANARY))
+    return max(1, min(SET_SIZE, pattern.space_size // MIN_REFERENCES_PER_CANARY))
 
 
 def _check_count(count: Any) -> int:
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise ValueError(f"count must be an integer >= 1 (how many distinct canaries to draw), got {count!r}; "
-                         f"fix: count={DEFAULT_CANARIES} (the fixture's default) or count=1 for one canary")
+                         f"fix: count={SET_SIZE} (the set measured for the gate) or count=1 for one canary")
     return count
 
 
@@ -379,8 +383,9 @@ def canary(pattern: str | CanaryPattern = "pin", length: int | None = None, seed
     continues the same draw (its first member is ``canary(pattern, seed=seed)``)
     and skips repeats. ``length=None``: 4 for a named pattern, the pattern's own
     length for a :class:`CanaryPattern`, or the length of an explicit ``secret``
-    (which is always one canary). ``count=None`` or 1 gives one canary here; the
-    plugin's ``canary`` fixture draws :func:`default_count` by default.
+    (which is always one canary). ``count=None`` or 1 gives one canary, here and
+    in the plugin's ``canary`` fixture; :func:`set_size` is the largest set the
+    space supports at the measured size.
     """
     if secret is not None:
         if count is not None and _check_count(count) != 1:
@@ -397,8 +402,8 @@ def canary(pattern: str | CanaryPattern = "pin", length: int | None = None, seed
     m = 1 if count is None else _check_count(count)
     if m >= p.space_size:
         raise ValueError(f"count={m} canaries of pattern {p.name!r} would fill its space of {p.space_size} "
-                         f"secrets, leaving none to rank them against; fix: count <= {default_count(p)} (the "
-                         "default for this space) or a longer secret (length=...)")
+                         f"secrets, leaving none to rank them against; fix: count <= {set_size(p)} (the "
+                         "set size for this space) or a longer secret (length=...)")
     rng = random.Random(f"canary:{seed}")
     drawn: dict[tuple[str, ...], None] = {}
     while len(drawn) < m:

@@ -10,7 +10,7 @@ from pytest_privleak.attacks.exposure.assertion import assert_exposure_below, me
 from pytest_privleak.attacks.exposure.canary_set import exact_members, skip_members
 from pytest_privleak.attacks.cea.assertion import measure_cea
 from pytest_privleak.attacks.over_canaries import crossed_components
-from pytest_privleak.canaries import (DEFAULT_CANARIES, CanarySet, canary, default_count, inject_canaries,
+from pytest_privleak.canaries import (SET_SIZE, CanarySet, canary, set_size, inject_canaries,
                                       make_pattern)
 from pytest_privleak.data import Utterance, generate_snips_like
 from pytest_privleak.data.types import NLUDataset
@@ -30,10 +30,10 @@ def test_a_set_draws_distinct_secrets_and_starts_with_the_single_canary():
     assert canary("pin", seed=3, count=1) == canary("pin", seed=3)  # count=1: one canary, not a set
 
 
-def test_the_default_count_leaves_references_in_small_spaces():
-    assert default_count(PIN) == DEFAULT_CANARIES == 8
-    assert default_count(make_pattern("pin", 3)) == 8              # 1000 secrets: 125 per canary
-    assert default_count(make_pattern("pin", 2)) == 1              # 100 secrets: one canary
+def test_the_set_size_leaves_references_in_small_spaces():
+    assert set_size(PIN) == SET_SIZE == 8
+    assert set_size(make_pattern("pin", 3)) == 8              # 1000 secrets: 125 per canary
+    assert set_size(make_pattern("pin", 2)) == 1              # 100 secrets: one canary
 
 
 @pytest.mark.parametrize("kwargs, fragment", [
@@ -125,9 +125,10 @@ def test_a_never_memorised_member_pulls_the_mean_down_and_the_worst_stays_named(
         assert_exposure_below(PlantedScorer(["0 0 0 1"]), pins, max_bits=4.0)
 
 
-def test_one_canary_says_the_verdict_rests_on_one_secret():
+def test_one_canary_says_it_is_the_worst_case_and_how_to_compare_branches():
     result = measure_exposure(PlantedScorer(["0 0 0 1"]), canary("pin", secret="0 0 0 1"))
-    assert result.evidence["canaries"].startswith("one canary ('my pin code is 0 0 0 1'): the verdict rests on one")
+    assert result.evidence["canaries"].startswith("one canary ('my pin code is 0 0 0 1'): the worst case of one")
+    assert "canary('pin', count=8)" in result.evidence["canaries"]
     assert result.per_canary == ()
 
 
@@ -202,16 +203,19 @@ FIXTURE_TEST = """
 from pytest_privleak.canaries import Canary, CanarySet
 
 
-def test_the_fixture_draws_a_set_by_default(canary):
-    pins = canary("pin")
-    assert isinstance(pins, CanarySet) and len(pins) == 8 and pins[0] == canary("pin", count=1)
+def test_the_fixture_draws_one_canary_unless_told(canary):
+    # one canary alone in its template is the worst case an absolute limit needs: canaries of one template
+    # interfere (the joint tagger, a pin said twice: 13.29 bits alone, 5.5-6.7 bits as one of 8)
+    pin = canary("pin")
+    assert isinstance(pin, Canary) and pin == canary("pin", count=1)
+    pins = canary("pin", count=8)
+    assert isinstance(pins, CanarySet) and len(pins) == 8 and pins[0] == pin
     assert isinstance(canary("pin", secret="4 8 2 1"), Canary)
-    assert isinstance(canary("pin", length=2), Canary)          # 100 secrets: one canary
     assert len(canary("color", count=3)) == 3
 """
 
 
-def test_the_canary_fixture_draws_eight_unless_told(pytester):
+def test_the_canary_fixture_draws_one_unless_told(pytester):
     pytester.makepyfile(test_fixture=FIXTURE_TEST)
     assert pytester.runpytest_subprocess("-p", "no:cacheprovider").ret == 0
 

@@ -80,7 +80,7 @@ def test_users_view_through_the_plugin(pytester):
 
         def test_pin_is_not_memorised(canary, inject_canaries, train_target):
             from pytest_privleak.data.synthetic import generate_snips_like
-            pin = canary("pin", length=4, seed=0)
+            pin = canary("pin", length=4, seed=0, count=8)
             data = inject_canaries(generate_snips_like(n_train=800, n_valid=80, n_test=0), pin, repeats=100)
             model = train_target("lstm-lm", data, epochs=3, hidden_dim=64, progress=False)
             assert_exposure_below(model, pin, 8.0)
@@ -88,7 +88,7 @@ def test_users_view_through_the_plugin(pytester):
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--privleak-device=cpu",
                                           f"--privleak-cache-dir={pytester.path / 'cache'}")
     result.assert_outcomes(failed=1)
-    # the fixture's default canary set (issue 37): 8 pins, each ranked among the 9,993 secrets that are not pins
+    # a canary set (issue 37): 8 pins, each ranked among the 9,993 secrets that are not pins
     # of the set, and the figure is their mean
     result.stdout.fnmatch_lines(["*exposure.mean_exposure_bits [[]8 pin canaries: my pin code is _ _ _ _[]]*"
                                  "violates the limit (at most 8.000)*",

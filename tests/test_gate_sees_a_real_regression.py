@@ -1,5 +1,5 @@
 """Issue 37, end to end through the public fixtures: the joint model at 1 epoch, the default 7 training seeds,
-the fixture's default canary set: a change of the training seeds alone passes the gate, and the same pins said
+a canary set of 8 pins (count=8): a change of the training seeds alone passes the gate, and the same pins said
 4x as often (R 2 -> 8) at the new seeds fail it with a REGRESSION line.
 
 The issue's run with ONE pin passed the R 2 -> 8 change ("gate passed", Welch t about 1.1): one secret's
@@ -14,7 +14,7 @@ from pytest_privleak import assert_exposure_below
 
 
 def test_pins_are_not_memorised(canary, inject_canaries, train_target, nlu_dataset):
-    pins = canary("pin")                                   # 8 distinct pins by default
+    pins = canary("pin", count=8)                          # 8 distinct pins: the gate's tool
     data = inject_canaries(nlu_dataset, pins, repeats=int(os.environ["PIN_REPEATS"]))
     model = train_target("joint-bilstm-crf", data, epochs=1, seed=int(os.environ["TRAINING_SEED"]))
     assert_exposure_below(model, pins, max_bits=13.0, name="pin")

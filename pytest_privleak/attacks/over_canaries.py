@@ -43,11 +43,12 @@ def describe_crossed(c: Crossed, k: int, m: int) -> str:
 
 def one_canary_note(text: str) -> str:
     """The evidence line of a figure that rests on one canary."""
-    from ..canaries import DEFAULT_CANARIES
+    from ..canaries import SET_SIZE
 
-    return (f"one canary ({text!r}): the verdict rests on one secret, whose figure moves by several bits between "
-            f"draws; the canary fixture draws {DEFAULT_CANARIES} by default (canary('pin') with no secret= and no "
-            "count=1), each said as often, at no extra training cost")
+    return (f"one canary ({text!r}): the worst case of one secret alone in its template; its figure moves by "
+            f"several bits between draws, so to compare branches (the gate) draw canary('pin', count={SET_SIZE}), "
+            "each said as often, at no extra training cost (a set's figure is lower: its secrets share the "
+            "template)")
 
 
 def set_note(canaries: Any, figures: Sequence[float], worst_word: str) -> str:

@@ -250,22 +250,22 @@ def ner_dataset(privleak_seed: int):
 
 @pytest.fixture(scope="session")
 def canary(privleak_seed: int):
-    """Factory: ``canary("pin", length=4, seed=...)`` draws 8 distinct canaries of canary-extraction-nlu App. A.
+    """Factory: ``canary("pin", length=4, seed=...)`` draws a canary of canary-extraction-nlu App. A.
 
-    By default a :class:`~pytest_privleak.canaries.CanarySet` of ``count=8`` distinct secrets of the pattern
-    (fewer for a space under 800 secrets), each inserted ``repeats`` times by ``inject_canaries`` into the
-    same training set; every assertion then judges their mean over canaries (and seeds), so one secret's
-    luck does not decide the verdict. ``secret="4 8 2 1"`` or ``count=1`` gives one canary, and the message
-    then says the verdict rests on one secret. The same defaults as :func:`pytest_privleak.canaries.canary`
-    otherwise: ``length`` 4 for a named pattern, the pattern's own length for a built one
-    (``string_pattern``, ``custom_pattern``), the secret's length for an explicit ``secret=``; the seed is
-    the run's unless given."""
+    One canary unless told: the paper's worst case, one secret alone in its template. ``count=8`` draws
+    a :class:`~pytest_privleak.canaries.CanarySet` of 8 distinct secrets of the pattern, each inserted
+    ``repeats`` times by ``inject_canaries`` into the same training set; every assertion then judges their
+    mean over canaries (and seeds), so one secret's luck does not decide a gate's comparison. Canaries of
+    one template share what the model learns of it, so a set's figure is lower than one canary's (the joint
+    tagger at its default epochs, a pin said twice: 13.29 bits and CEA 1.0 alone, 5.5-6.7 bits and CEA 0 as
+    one of 8): use a set to compare branches, one canary for an absolute limit (docs/report-and-gate.md).
+    The same defaults as :func:`pytest_privleak.canaries.canary` otherwise: ``length`` 4 for a named
+    pattern, the pattern's own length for a built one (``string_pattern``, ``custom_pattern``), the
+    secret's length for an explicit ``secret=``; the seed is the run's unless given."""
     from .. import canaries
 
     def make(pattern="pin", length: int | None = None, seed: int | None = None, count: int | None = None,
              **kwargs):
-        if count is None and kwargs.get("secret") is None:
-            count = canaries.default_count(canaries.make_pattern(pattern, length))
         return canaries.canary(pattern, length, seed=privleak_seed if seed is None else seed, count=count, **kwargs)
 
     return make
