@@ -126,18 +126,23 @@ def distinct_references(rng: np.random.Generator, size: int, item: int, referenc
     so a space much larger than ``references`` (no repeat) gets the same references as before; over half the
     space is drawn as a prefix of a permutation instead.
     """
-    others = int(size) - 1
+    refs = distinct_draw(rng, int(size) - 1, references)
+    return None if refs is None else refs + (refs >= item)   # uniform over the space without the item
+
+
+def distinct_draw(rng: np.random.Generator, others: int, references: int) -> np.ndarray | None:
+    """``references`` distinct numbers of ``[0, others)`` in draw order (see :func:`distinct_references`);
+    ``None`` when they would be all of them."""
     if references >= others:
         return None
     if 2 * references > others:
-        refs = rng.permutation(others)[:references].astype(np.int64)
-    else:
-        refs = np.zeros(0, dtype=np.int64)
-        while refs.size < references:
-            merged = np.concatenate([refs, rng.integers(0, others, size=references - refs.size, dtype=np.int64)])
-            _, first = np.unique(merged, return_index=True)
-            refs = merged[np.sort(first)]     # the first occurrence of each, in draw order
-    return refs + (refs >= item)              # uniform over the space without the item
+        return rng.permutation(others)[:references].astype(np.int64)
+    refs = np.zeros(0, dtype=np.int64)
+    while refs.size < references:
+        merged = np.concatenate([refs, rng.integers(0, others, size=references - refs.size, dtype=np.int64)])
+        _, first = np.unique(merged, return_index=True)
+        refs = merged[np.sort(first)]         # the first occurrence of each, in draw order
+    return refs
 
 
 def whole_space_note(method: str, references: int, size: int) -> dict[str, str]:

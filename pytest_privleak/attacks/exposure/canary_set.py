@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .attack import (DEFAULT_BATCH, DEFAULT_EXACT_BUDGET, DEFAULT_REFERENCES, check_arguments,
+from .attack import (DEFAULT_BATCH, DEFAULT_EXACT_BUDGET, DEFAULT_REFERENCES, check_arguments, distinct_draw,
                      extrapolated_from_scores, sampled_from_scores, score_secrets, secret_scorer, space_digits)
 from .figure import Exposure, chance_exposure, exposure_from_rank
 
@@ -38,18 +38,8 @@ def non_member_references(rng: np.random.Generator, size: int, members: np.ndarr
                           references: int) -> np.ndarray | None:
     """``references`` distinct secrets of the space that are not members, uniform without replacement;
     ``None`` when they would be every non-member (score the space whole)."""
-    others = int(size) - len(members)
-    if references >= others:
-        return None
-    if 2 * references > others:
-        refs = rng.permutation(others)[:references].astype(np.int64)
-    else:
-        refs = np.zeros(0, dtype=np.int64)
-        while refs.size < references:
-            merged = np.concatenate([refs, rng.integers(0, others, size=references - refs.size, dtype=np.int64)])
-            _, first = np.unique(merged, return_index=True)
-            refs = merged[np.sort(first)]
-    return skip_members(refs, members)
+    refs = distinct_draw(rng, int(size) - len(members), references)
+    return None if refs is None else skip_members(refs, members)
 
 
 def exact_members(scores: np.ndarray, members: np.ndarray) -> list[Exposure]:
