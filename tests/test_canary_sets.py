@@ -120,14 +120,17 @@ def test_a_never_memorised_member_pulls_the_mean_down_and_the_worst_stays_named(
     low = math.log2(9999) - math.log2(5000)
     assert result.per_canary[0][1] == pytest.approx(low)
     assert result.value == pytest.approx((math.log2(9999) + low) / 2)
-    assert "'my pin code is 0 0 0 1'" in result.evidence["canaries"]        # the worst (highest) one
+    # the worst (highest) one, its given secret redacted (a secret= may be the team's own)
+    assert "reads 13.288 ('my pin code is <pin " in result.evidence["canaries"]
+    assert "0 0 0 1" not in result.evidence["canaries"]
     with expect_leak(match=r"2 pin canaries"):
         assert_exposure_below(PlantedScorer(["0 0 0 1"]), pins, max_bits=4.0)
 
 
 def test_one_canary_says_it_is_the_worst_case_and_how_to_compare_branches():
     result = measure_exposure(PlantedScorer(["0 0 0 1"]), canary("pin", secret="0 0 0 1"))
-    assert result.evidence["canaries"].startswith("one canary ('my pin code is 0 0 0 1'): the worst case of one")
+    assert result.evidence["canaries"].startswith("one canary ('my pin code is <pin ")       # given: redacted
+    assert "0 0 0 1" not in result.evidence["canaries"] and "the worst case of one" in result.evidence["canaries"]
     assert "canary('pin', count=8)" in result.evidence["canaries"]
     assert result.per_canary == ()
 

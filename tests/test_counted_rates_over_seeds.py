@@ -8,6 +8,7 @@ passes a limit of 0.5 that the pooled bound fails.
 """
 import pytest
 
+from pytest_privleak.canaries import canary
 from pytest_privleak.attacks.extraction.attack import CanaryExtraction, ExtractionMeasurement
 from pytest_privleak.attacks.extraction.assertion import extraction_result
 from pytest_privleak.attacks.over_seeds import aggregate
@@ -23,7 +24,7 @@ T_UPPER = 0.4204
 def _extraction(hit: int):
     c = CanaryExtraction("my pin is 1 2 3 4", "1 2 3 4", ["1 2 3 4"] if hit else ["9 9 9 9"], 1 if hit else None,
                          budget=10, space_size=10_000)
-    return extraction_result(object(), "my pin is 1 2 3 4", ExtractionMeasurement("greedy", "asked", [c]),
+    return extraction_result(object(), canary("pin", secret="1 2 3 4"), ExtractionMeasurement("greedy", "asked", [c]),
                              confidence=0.95, name="pin")
 
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from ..results import LeakResult, _fmt
 from ..stats import Crossed, crossed_components  # noqa: F401  (shared with the gate)
+from .redaction import shown_text
 
 #: The evidence key that says how many canaries a figure rests on.
 CANARIES_KEY = "canaries"
@@ -55,7 +56,7 @@ def set_note(canaries: Any, figures: Sequence[float], worst_word: str) -> str:
     """The evidence line of a figure over a canary set: how many, the mean, the worst."""
     worst = max(range(len(figures)), key=lambda i: figures[i])
     return (f"{len(figures)} distinct secrets of pattern {canaries.pattern.name!r} in one training set; the "
-            f"figure is their mean; {worst_word} {_fmt(figures[worst])} ({canaries[worst].text!r})")
+            f"figure is their mean; {worst_word} {_fmt(figures[worst])} ({shown_text(canaries[worst])!r})")
 
 
 def over_set(result: LeakResult, canaries: Any, figures: Sequence[float], *, per_canary: str,

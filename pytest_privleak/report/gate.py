@@ -48,7 +48,6 @@ from typing import Any
 
 import pytest
 
-from . import seed_rule
 from .model import figure
 from .printable import printable
 from .verdict.strength import audit_problems, describe_problem, stronger_settings
@@ -277,12 +276,14 @@ def compare(current: dict[str, Any], baseline: dict[str, Any], overrides: dict[s
             invalid.append({**change, "reason": reason})
             continue
         if seed_count(old) > 1:
+            from . import seed_rule      # numpy and scipy only where figures over seeds are compared
+
             outcome = seed_rule.judge(change, old, result, alpha)
             seeds.append({**change, "outcome": outcome})
         else:
             worse = _worsening(result["direction"], b, a)
             outcome = "regression" if worse > tol + _EPS else "improvement" if -worse > tol + _EPS else "same"
-        stuck = seed_rule.cannot_grow(change, old, result) if outcome != "regression" else None
+        stuck = cannot_grow(change, old, result) if outcome != "regression" else None
         if stuck:
             ceiling.append({**change, "reason": stuck})
         if outcome == "regression":
@@ -430,3 +431,24 @@ def gate_lines(comparison: dict[str, Any]) -> list[str]:
 def _named_change(change: dict[str, Any]) -> str:
     """``t.py::t cea.accuracy [pin]`` of a compared entry."""
     return f"{change['nodeid']} {change['metric']}" + (f" [{change['label']}]" if change.get("label") else "")
+
+
+def cannot_grow(change: dict[str, Any], old: dict[str, Any], new: dict[str, Any]) -> str | None:
+    """Why a figure cannot show growth beyond its tolerance, or None (issue 37 item 3).
+
+    An ``at_most`` figure with a ceiling (exposure: ``log2 |R|``; a rate: 1) whose baseline mean sits within
+    the tolerance of it can never grow by more than the tolerance, so no regression can show; when the run
+    is there too, the comparison says so instead of passing."""
+    if change["direction"] != "at_most":
+        return None
+    ceilings = {figure(old.get("ceiling")), figure(new.get("ceiling"))}
+    if len(ceilings) != 1 or None in ceilings:
+        return None
+    ceiling, tol = ceilings.pop(), figure(change["tolerance"])
+    before, after = figure(change["before"]), figure(change["after"])
+    if not (math.isfinite(ceiling) and before >= ceiling - tol - _EPS and after >= ceiling - tol - _EPS):
+        return None
+    return (f"the figure sits at its ceiling on both sides (before {before:.4g}, after {after:.4g}, ceiling "
+            f"{ceiling:.4g}, tolerance {tol:g}), so this comparison cannot show growth; fix: measure where it has "
+            "room (fewer training epochs, a smaller repeat count R in the test, more canaries: canary(..., "
+            "count=m)), then re-save the baseline")

@@ -362,24 +362,3 @@ def judge(change: dict[str, Any], old: dict[str, Any], new: dict[str, Any], alph
         change["p_value"] = p_better
         return "improvement"
     return "same"
-
-
-def cannot_grow(change: dict[str, Any], old: dict[str, Any], new: dict[str, Any]) -> str | None:
-    """Why a figure cannot show growth beyond its tolerance, or None (issue 37 item 3).
-
-    An ``at_most`` figure with a ceiling (exposure: ``log2 |R|``; a rate: 1) whose baseline mean sits within
-    the tolerance of it can never grow by more than the tolerance, so no regression can show; when the run
-    is there too, the comparison says so instead of passing."""
-    if change["direction"] != "at_most":
-        return None
-    ceilings = {figure(old.get("ceiling")), figure(new.get("ceiling"))}
-    if len(ceilings) != 1 or None in ceilings:
-        return None
-    ceiling, tol = ceilings.pop(), figure(change["tolerance"])
-    before, after = figure(change["before"]), figure(change["after"])
-    if not (math.isfinite(ceiling) and before >= ceiling - tol - _EPS and after >= ceiling - tol - _EPS):
-        return None
-    return (f"the figure sits at its ceiling on both sides (before {before:.4g}, after {after:.4g}, ceiling "
-            f"{ceiling:.4g}, tolerance {tol:g}), so this comparison cannot show growth; fix: measure where it has "
-            "room (fewer training epochs, a smaller repeat count R in the test, more canaries: canary(..., "
-            "count=m)), then re-save the baseline")

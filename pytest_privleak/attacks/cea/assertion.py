@@ -15,7 +15,7 @@ from ..over_canaries import CANARIES_KEY, one_canary_note, over_set
 from ..candidates import DEFAULT_BUDGET
 from .attack import DEFAULT_RANKED, ExtractionReport, extract
 from ..inconclusive import check_covered
-from ..redaction import redaction_tag
+from ..redaction import redaction_tag, shown_text
 from ..remedies import CEA_RECURRENT, CEA_TRANSFORMER, TRANSFORMER, model_family
 
 #: §6 of the paper; Table 3: the three combined bring HDT to the random baseline.
@@ -159,7 +159,7 @@ def over_canaries(result: LeakResult, report: ExtractionReport, canaries: Any, n
     """The accuracy over a canary set (issue 37): pooled over its members (each attacked among the
     non-members), with each member's accuracy, the worst, and the set's label; one canary says so."""
     if isinstance(canaries, Canary):
-        return dataclasses.replace(result, evidence={**result.evidence, CANARIES_KEY: one_canary_note(canaries.text)})
+        return dataclasses.replace(result, evidence={**result.evidence, CANARIES_KEY: one_canary_note(shown_text(canaries))})
     if not isinstance(canaries, CanarySet):
         return result
     hits = [0] * len(canaries)
@@ -168,7 +168,7 @@ def over_canaries(result: LeakResult, report: ExtractionReport, canaries: Any, n
         hits[i] += t == r
         seen[i] += 1
     figures = [h / n for h, n in zip(hits, seen)]
-    listed = ", ".join(f"{c.text!r}: {h}/{n}" for c, h, n in zip(canaries, hits, seen))
+    listed = ", ".join(f"{shown_text(c)!r}: {h}/{n}" for c, h, n in zip(canaries, hits, seen))
     labelled = result if name is not None else dataclasses.replace(result, label=canaries.label)
     labelled = dataclasses.replace(labelled, target={**labelled.target, "canary_set": canaries.fingerprint()})
     return over_set(labelled, canaries, figures, per_canary=f"secrets recovered: {listed}", rate=True)

@@ -102,7 +102,7 @@ def exposure_result(target: Any, canary: Any, *, threshold: float | None, tolera
                           f"KS statistic {m.fit['ks']:.3f}"
         extra["fit_ks"] = m.fit["ks"]
     if isinstance(canary, Canary):
-        evidence[CANARIES_KEY] = one_canary_note(canary.text)
+        evidence[CANARIES_KEY] = one_canary_note(shown)
     return LeakResult(
         attack="exposure", metric="exposure_bits", value=m.value, threshold=threshold, direction="at_most",
         interval=m.interval, confidence=m.confidence if m.method != "exact" else None, chance=m.chance,

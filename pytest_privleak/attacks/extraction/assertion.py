@@ -26,7 +26,7 @@ from ...stats import clopper_pearson
 from .attack import DEFAULT_BEAMS, DEFAULT_SAMPLES, DEFAULT_TOP_K, ExtractionMeasurement, extract_by_generation
 from .search import DEFAULT_MAX_EXPANSIONS, DEFAULT_SEARCH_BATCH
 from ..inconclusive import check_allow_inconclusive, check_covered
-from ..redaction import redaction_note, redaction_tag
+from ..redaction import redaction_note, redaction_tag, shown_text
 from ...canaries import as_canary_list
 from ..over_canaries import CANARIES_KEY, one_canary_note, over_set
 
@@ -89,7 +89,7 @@ def extraction_result(model: Any, canaries: Any, m: ExtractionMeasurement, *, co
     if isinstance(canaries, CanarySet):
         label, facts["canary_set"] = (canaries.label if name is None else name), canaries.fingerprint()
     elif isinstance(canaries, Canary):
-        evidence[CANARIES_KEY] = one_canary_note(canaries.text)
+        evidence[CANARIES_KEY] = one_canary_note(shown_text(canaries))
     result = LeakResult(attack="extraction", metric="extraction_rate", value=k / n, threshold=None,
                         direction="at_most", interval=clopper_pearson(k, n, confidence), confidence=confidence,
                         chance=m.chance, ceiling=1.0, label=label, evidence=evidence, extra=extra, remedy=REMEDY,
