@@ -368,7 +368,7 @@ class ResultCollector(Recorder):
         lines = []
         for test, result in swallowed_leaks(report):
             what = ("violates its limit" if result.get("verdict") == "FAIL"
-                    else "is inconclusive (cut short by its budget)")
+                    else "is inconclusive (not fully measured: see its inconclusive line)")
             lines.append(f"privleak: swallowed {'leak' if result.get('verdict') == 'FAIL' else 'inconclusive'}: "
                          f"{test['nodeid']} {_named(result)} = {_fmt(figure(result['value']))} {what} "
                          f"({_fmt(figure(result.get('threshold')))}), yet the test {test['outcome']}; let the "

@@ -248,6 +248,21 @@ def _ties(result: LeakResult) -> tuple[bool, str, str]:
             "labels), exact in float64, so that confidently fitted records do not all round to a loss of 0")
 
 
+def _reversed(auc: LeakResult) -> tuple[bool, str, str]:
+    """Whether the scores rank members as LESS likely than non-members beyond chance (the AUC's whole interval
+    below 0.5): a scorer that returns a log-probability or a probability (higher = member) where the
+    ``SequenceScorer`` protocol asks for a loss (lower = member) reads an AUC of 0.13 for a model that leaks at
+    0.87 and passed every limit (held-out probe, session 7). Either way the records are told apart."""
+    low, high = auc.interval if auc.interval else (auc.value, auc.value)
+    if auc.value is None or high is None or not high < 0.5:
+        return True, "", ""
+    return (False, f"the scores rank members as LESS likely than non-members (AUC {auc.value:.3f}, interval "
+                   f"{low:.3f} .. {high:.3f}, all below chance 0.5): the attack reads them the wrong way round, "
+                   "so its figures say nothing about how well they tell the two apart",
+            "a scorer that returns a loss, lower = more likely a member (SequenceScorer.score: e.g. the "
+            "cross-entropy, not the log-probability or the probability of the label)")
+
+
 def _gate(measured: list[LeakResult], threshold: float | None, tpr_limit: float | None,
           tolerance: float | None, allow_inconclusive: bool = False) -> LeakResult:
     """Record both results and raise for the gated one: a leak, or a pass with fewer references than asked or
@@ -255,14 +270,16 @@ def _gate(measured: list[LeakResult], threshold: float | None, tpr_limit: float 
     ``allow_inconclusive``)."""
     __tracebackhide__ = True
     complete, covered, rest = _coverage(measured[0])
+    oriented, turned_what, turned_how = _reversed(measured[0])
 
     def check(result: LeakResult) -> LeakResult:
         __tracebackhide__ = True
         done, what, how = complete, covered, rest
-        measurable, tie_what, tie_how = _ties(result)
-        if not measurable:
-            done = False
-            what, how = "; ".join(x for x in (what, tie_what) if x), "; ".join(x for x in (how, tie_how) if x)
+        for ok, more_what, more_how in (_ties(result), (oriented, turned_what, turned_how)):
+            if not ok:
+                done = False
+                what = "; ".join(x for x in (what, more_what) if x)
+                how = "; ".join(x for x in (how, more_how) if x)
         return check_covered(result, complete=done, covered=what, rest=how, allow_inconclusive=allow_inconclusive)
 
     auc = dataclasses.replace(measured[0], threshold=threshold, tolerance=tolerance)

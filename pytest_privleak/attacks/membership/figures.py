@@ -94,17 +94,32 @@ def tpr_at_fpr(members: np.ndarray, non_members: np.ndarray, fpr: float, confide
     false_pos = int(np.sum(n > threshold))
     hits = int(np.sum(m > threshold))
     tied = int(np.sum(n == threshold))
+    tied_members = int(np.sum(m == threshold))
+    if tied <= fpr * n.size + 1e-9:
+        return _randomised(fpr, m.size, n.size, hits, false_pos, tied, tied_members, threshold, confidence)
     point = RocPoint(fpr, True, hits / m.size, clopper_pearson(hits, m.size, confidence), false_pos / n.size,
                      threshold)
-    if tied <= fpr * n.size + 1e-9:
-        return point
-    tied_members = int(np.sum(m == threshold))
     why = (f"{tied} of {n.size} non-members ({tied / n.size:.1%}) and {tied_members} of {m.size} members share the "
            f"statistic {threshold:.6g} at the threshold, more than the {fpr:.1%} FPR allows ({fpr * n.size:g}): no "
            f"threshold calls {fpr:.1%} of the non-members members (the nearest below calls {false_pos / n.size:.2%}, "
            f"with TPR {hits / m.size:.3f}, a lower bound); the scores are too coarse to tell these records apart, e.g. "
            "a loss computed in float32 that rounds to exactly 0")
     return dataclasses.replace(point, measurable=False, why=why, tied=tied, tied_members=tied_members)
+
+
+def _randomised(fpr: float, n1: int, n0: int, hits: int, false_pos: int, tied: int, tied_members: int,
+                threshold: float, confidence: float) -> RocPoint:
+    """The TPR at exactly ``fpr`` of the randomised threshold (Fawcett 2006, ROC analysis §5: tied scores make a
+    diagonal segment of the ROC curve): members strictly above ``threshold``, and of the block tied AT it (``tied``
+    non-members, ``tied_members`` members) the share ``q`` that brings the FPR to ``fpr``. Reading only the
+    members strictly above would be the TPR at a lower FPR: a block of members tied with the threshold (a
+    float32 loss of exactly 0) then passed a gate it should fail (held-out probe, session 7). The interval is
+    Clopper-Pearson's at the count rounded down (low end) and up (high end)."""
+    q = min(1.0, max(0.0, (fpr * n0 - false_pos) / tied)) if tied else 0.0
+    called = hits + q * tied_members
+    low = clopper_pearson(int(math.floor(called + 1e-9)), n1, confidence)[0]
+    high = clopper_pearson(int(math.ceil(called - 1e-9)), n1, confidence)[1]
+    return RocPoint(fpr, True, called / n1, (low, high), (false_pos + q * tied) / n0, threshold)
 
 
 def roc_curve(members: np.ndarray, non_members: np.ndarray, max_points: int = 64) -> dict[str, list[float]]:

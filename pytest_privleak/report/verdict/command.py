@@ -98,7 +98,8 @@ def leak_lines(report: dict[str, Any]) -> list[str]:
                              f"{_fmt(figure(r.get('threshold')))}")
     for test, r in swallowed_leaks(report):
         if r.get("verdict") != "FAIL":
-            lines.append(f"privleak: INCONCLUSIVE {r['key']} was cut short by its budget without "
+            lines.append(f"privleak: INCONCLUSIVE {r['key']} was not fully measured (a budget, ties, a scorer "
+                         "read the wrong way round: its inconclusive line says which) without "
                          "allow_inconclusive=True, yet its test " + str(test["outcome"]))
     return lines
 
