@@ -50,7 +50,7 @@ from pytest_privleak.data.types import NLUDataset
 
 WIDTH = 1024
 PLAIN_BUGS = ("none", "noise-off", "noise-div10", "per-batch-clip", "per-batch-clip-expected", "drop-rows",
-              "fixed-batches",
+              "microbatch-clip", "microbatch-clip-noise-off", "per-layer-clip-noise-off", "fixed-batches",
               "weighted-sampler", "normalise-actual", "normalise-floor")
 OPACUS_BUGS = ("none", "noise-off", "drop-rows", "fixed-batches", "weighted-sampler", "normalise-floor")
 
@@ -145,6 +145,23 @@ def _clip_and_sum(grads: dict[str, torch.Tensor], c: float, bug: str, real_rows:
         factor = min(1.0, c / (float(norm) + 1e-6))
         return {k: v * factor * expected for k, v in mean.items()}   # noise σ·C on this = σ·C / B on the mean
     rows = next(iter(grads.values())).shape[0]
+    if bug.startswith("microbatch-clip"):
+        # TF-Privacy's num_microbatches: each micro-batch of 16 rows summed, and that sum clipped to C as one unit
+        # (a record moves it by up to 2C; held-out probe, session 7)
+        out = {k: torch.zeros_like(g[0]) for k, g in grads.items()}
+        for start in range(0, rows, 16):
+            part = {k: g[start:start + 16].sum(0) for k, g in grads.items()}
+            norm = torch.sqrt(sum(v.pow(2).sum() for v in part.values()))
+            factor = min(1.0, c / (float(norm) + 1e-6))
+            for k in out:
+                out[k] += part[k] * factor
+        return out
+    if bug.startswith("per-layer-clip"):
+        # each tensor's row clipped to C / sqrt(#tensors) on its own: sound DP at C, but a canary in one tensor
+        # moves the sum by C / sqrt(#tensors) only, less than the white-box bound models
+        each = c / math.sqrt(len(grads))
+        return {k: torch.einsum("i,i...->...", (each / (g.reshape(rows, -1).norm(dim=1) + 1e-6)).clamp(max=1.0), g)
+                for k, g in grads.items()}
     norms = torch.sqrt(sum(g.reshape(rows, -1).pow(2).sum(1) for g in grads.values()))
     factor = (c / (norms + 1e-6)).clamp(max=1.0)
     return {k: torch.einsum("i,i...->...", factor, g) for k, g in grads.items()}
@@ -163,7 +180,7 @@ def train_plain(dataset: NLUDataset, seed: int, epsilon: float = 2.0, delta: flo
     q = batch_size / n
     steps = max(1, round(epochs / q))
     sigma = sigma_for(epsilon, delta, q, steps)
-    sigma = 0.0 if bug == "noise-off" else sigma / 10 if bug == "noise-div10" else sigma
+    sigma = 0.0 if bug.endswith("noise-off") else sigma / 10 if bug == "noise-div10" else sigma
     model = build(dataset)
     white = None if audit_hook is None else audit_hook.attach(model, sample_rate=q, max_grad_norm=max_grad_norm)
     for rows in _batches(bug, n, q, batch_size, steps, generator, y):

@@ -59,6 +59,18 @@ def test_a_clip_step_that_drops_the_audits_rows_is_refused_naming_the_step(data,
         _white(train, data, 1.0, bug="drop-rows")
 
 
+@pytest.mark.parametrize("bug", ["microbatch-clip-noise-off", "microbatch-clip", "per-layer-clip-noise-off"])
+def test_a_clip_step_that_shrinks_a_records_effect_is_refused_not_passed(data, bug):
+    # held-out probe, session 7: a noise-free loop clipping each 16-row micro-batch's sum as one unit read
+    # eps_lcb 0.0 at a claim of 2 in 7 of 8 seeds (and 0.0 with the accountant's noise, true eps 5.58); Opacus's
+    # per-layer clipping with the noise off read 1.03-1.44. The canaries' share of the clipped sum (under C)
+    # now refuses the white-box audit, naming the step and the fix
+    with pytest.raises(ValueError, match=r"at step 1: (\d+) of the \1 canaries inserted before clipping at "
+                                         r"coordinates no row of the step touches left .*less than the 1·C .*"
+                                         r"threat_model=\"black-box\""):
+        _white(L.train_plain, data, 2.0, bug=bug)
+
+
 # --- item 3: one contract, nothing private ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("train", [L.train_plain, L.train_stand_in])

@@ -79,6 +79,11 @@ NORM_FACTOR = 10.0
 DROPPED = 1e-6
 #: The same for a step whose every canary shares its coordinate with the step's rows: their mean share.
 DENSE_DROPPED = 1e-2
+#: A canary at a coordinate no row of its step touches, clipped on its own to C, leaves exactly C (share 1) in the
+#: clipped sum; a share below 1 by more than this means the clip step shrinks a record's effect below what the
+#: white-box bound models, which would then under-read the training (above 1, as under per-batch clipping, the
+#: canaries move the update more than modelled and the bound still catches it).
+PER_EXAMPLE_TOLERANCE = 1e-2
 #: Fewest canaries the audit picks when it caps the count for dilution (below, the one-run bound is weak).
 MIN_CAPPED = 100
 
@@ -188,6 +193,17 @@ class WhiteBoxSession:
                 self._fail(f"{where} (any clipping that keeps a row leaves a positive share; per-sample clipping "
                            "leaves C): the clip step dropped the rows the hook appended (e.g. it keeps only its own "
                            "batch's rows)")
+            off = clean[clean < 1.0 - PER_EXAMPLE_TOLERANCE]
+            if len(off):
+                self._fail(f"{len(off)} of the {len(clean)} canaries inserted before clipping at coordinates no row "
+                           f"of the step touches left {np.round(off[:3], 4).tolist()}·C in the clipped sum, less than "
+                           "the 1·C that clipping each row to C on its own leaves: the clip step does not clip per "
+                           "example to the max_grad_norm the audit was told (per-layer clipping, a micro-batch's "
+                           "summed gradient clipped as one unit, another norm), and the white-box bound, which "
+                           "models per-example clipping (Abadi et al. 2016), would read such a training as private "
+                           "whatever its noise (a held-out probe's noise-free micro-batch loop read 0.0); fix: clip "
+                           "each example's whole gradient to C and tell attach/audit_hook that C, or audit this "
+                           "training black-box (threat_model=\"black-box\")")
 
     def after_noise(self, update) -> None:
         """``update``: the noisy gradient the optimizer applies this step (any constant scale)."""
