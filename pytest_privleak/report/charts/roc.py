@@ -20,6 +20,8 @@ from .svg import short_label
 
 SIZE, LEFT, TOP, BOTTOM, LEGEND_W = 360, 56, 30, 44, 330
 FLOOR = 1e-4
+#: The highest the axes' lower end goes: one decade at least.
+MAX_FLOOR = 0.1
 PALETTE = ("#0969da", "#cf222e", "#1a7f37", "#8250df", "#bc4c00", "#1b7c83", "#bf3989", "#57606a")
 PER_CHART = len(PALETTE)
 
@@ -40,9 +42,11 @@ def curves(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _floor(rows: list[dict[str, Any]]) -> float:
-    """The axes' lower end: 1e-4, or the coarsest first non-zero FPR when the runs cannot resolve 1e-4."""
+    """The axes' lower end: 1e-4, or the coarsest first non-zero FPR when the runs cannot resolve 1e-4, at most
+    0.1 so that the axes span a decade (a perfect attack's only non-zero FPR is 1: a zero span crashed the
+    report, held-out probe, session 7)."""
     smallest = [min((v for v in c["fpr"] if v > 0), default=1.0) for c in rows]
-    return max(FLOOR, min(smallest)) if smallest else FLOOR
+    return min(MAX_FLOOR, max(FLOOR, min(smallest))) if smallest else FLOOR
 
 
 def roc_chart(rows: list[dict[str, Any]], title: str = "Membership ROC (log-log)") -> str:
