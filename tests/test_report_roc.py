@@ -80,9 +80,10 @@ def test_the_html_report_draws_the_roc_of_a_recorded_membership_result(pytester)
 
 
 def test_a_perfect_attack_is_drawn_not_a_crash():
-    # held-out probe (session 7): a calibrated attack at AUC 1.000 has FPR 0 then 1 only; the axes' lower end
-    # became 1 (zero decades) and the report writer died on a division by zero, leaving index.html unwritten
-    curve = roc_curve(np.array([3.0, 2.0, 1.0]), np.array([0.5, 0.0]))
+    # held-out probe (session 7): a calibrated attack at AUC 1.000 (non-members all at one statistic) has FPR 0
+    # then 1 only; the axes' lower end became 1 (zero decades) and the report writer died on a division by zero,
+    # leaving index.html unwritten
+    curve = roc_curve(np.array([3.0, 2.0, 1.0]), np.array([0.0, 0.0]))
     assert curve["fpr"] == [0.0, 1.0]
     svg = roc_chart([{"label": "perfect", "nodeid": "t::p", **curve, "failed": True}])
     ET.fromstring(svg)
