@@ -20,7 +20,7 @@ Direction = Literal["at_most", "at_least"]
 #: ``mark_expected``) are the plugin's plumbing, not API: figures are recorded by the ``measure_*`` /
 #: ``assert_*`` helpers, which also record the strength of their audit (issue 36).
 __all__ = ["Direction", "LeakResult", "PrivacyLeakError", "expect_leak", "is_expected", "target_facts",
-           "NOT_POWER", "audit_value", "encode", "figure", "decode_result", "FIGURE_FIELDS"]
+           "NOT_POWER", "MEASURED_POWER", "measured_power", "audit_value", "encode", "figure", "decode_result", "FIGURE_FIELDS"]
 
 
 class PrivacyLeakError(AssertionError):
@@ -347,8 +347,31 @@ def _stamp_audit(result: LeakResult) -> None:
         ran = result.evidence.get(name)
         if name in settings and isinstance(ran, str) and ran != settings[name]:
             asked[name], settings[name] = settings[name], ran
+    settings.update(measured_power(result))
     result.audit = {"helper": outer["helper"], "version": __version__, "settings": settings,
                     **({"asked": asked} if asked else {})}
+
+
+#: Facts of a result that bound its audit's power though no argument of the helper sets them, recorded in its
+#: audit record so that the gate orders them (more is stronger). A held-out probe passed leaks by narrowing
+#: each: a membership test on 25 of its 400 members, pins drawn as a set of 2 instead of 8, and a randomiser
+#: whose model code declares 2 of its 4 inputs (session 7).
+MEASURED_POWER = ("members", "non_members", "canary_count", "inputs_screened")
+
+
+def measured_power(result: LeakResult) -> dict[str, int]:
+    """The :data:`MEASURED_POWER` facts of ``result`` (those its attack has)."""
+    evidence, extra = result.evidence or {}, result.extra or {}
+    out: dict[str, int] = {}
+    if result.attack == "membership":
+        out.update({k: int(evidence[k]) for k in ("members", "non_members")
+                    if isinstance(evidence.get(k), (int, float)) and not isinstance(evidence.get(k), bool)})
+    elif result.attack in ("exposure", "cea", "extraction"):
+        count = extra.get("canary_count", extra.get("canaries", 1))
+        out["canary_count"] = int(count) if isinstance(count, (int, float)) and math.isfinite(count) else 1
+    elif result.attack == "ldp" and isinstance(extra.get("inputs_screened"), (int, float)):
+        out["inputs_screened"] = int(extra["inputs_screened"])
+    return out
 
 
 def open_expect_leak_blocks() -> int:

@@ -108,7 +108,7 @@ def test_the_record_is_made_whatever_the_import_path(path):
     assert result.audit["helper"] == "measure_exposure" and result.audit["version"]
     settings = result.audit["settings"]
     assert settings == {"method": "exact", "references": 64, "exact_budget": 4194304, "seed": 0,
-                        "confidence": 0.95, "bootstrap": 30}
+                        "confidence": 0.95, "bootstrap": 30, "canary_count": 1}
     assert result.audit["asked"] == {"method": "auto"}         # what ran is recorded, and what was asked
     assert "name" not in settings and "batch_size" not in settings
 
@@ -226,3 +226,32 @@ def test_a_newline_in_a_label_cannot_forge_a_gate_line():
     lines = gate_lines(comparison)
     assert all("\n" not in line for line in lines)
     assert not any(line.startswith("privleak baseline gate passed") for line in lines)
+
+
+# --- measured facts that bound the power (held-out gate probe, session 7) -----------------------------------------
+
+@pytest.mark.parametrize("setting, before, after", [
+    ("members", 400, 25), ("non_members", 400, 25),      # a membership test on a slice of main's records
+    ("canary_count", 8, 2),                               # pins drawn as a set of 2 instead of 8
+    ("inputs_screened", 4, 2)])                           # a randomiser whose model code declares fewer inputs
+def test_a_measured_fact_that_shrank_is_a_weakened_audit(setting, before, after):
+    from pytest_privleak.report.verdict.strength import audit_problems
+
+    old = {"helper": "h", "settings": {setting: before}}
+    [problem] = audit_problems("any", old, {"helper": "h", "settings": {setting: after}})
+    assert problem["problem"] == "weakened" and problem["setting"] == setting
+    assert audit_problems("any", old, {"helper": "h", "settings": {setting: before * 2}}) == []
+    # a baseline saved before the fact was recorded is judged on it from its next save, not refused now
+    assert audit_problems("any", {"helper": "h", "settings": {}}, {"helper": "h", "settings": {setting: after}}) == []
+
+
+def test_the_facts_come_from_the_result():
+    from pytest_privleak.results import LeakResult, measured_power
+
+    membership = LeakResult("membership", "auc", 0.6, evidence={"members": 25, "non_members": 30})
+    assert measured_power(membership) == {"members": 25, "non_members": 30}
+    assert measured_power(LeakResult("exposure", "mean_exposure_bits", 3.0, extra={"canary_count": 8.0})) == \
+        {"canary_count": 8}
+    assert measured_power(LeakResult("cea", "accuracy", 0.0)) == {"canary_count": 1}
+    assert measured_power(LeakResult("ldp", "epsilon_lcb", 1.0, extra={"inputs_screened": 2.0})) == \
+        {"inputs_screened": 2}

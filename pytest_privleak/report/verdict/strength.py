@@ -24,6 +24,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ...results import MEASURED_POWER
+
 HIGHER = "higher is stronger"
 LOWER = "lower is stronger"
 EQUAL = "must be equal"
@@ -37,6 +39,8 @@ ORDER: dict[str, str] = {
     "train_samples": HIGHER, "val_samples": HIGHER, "full_search": HIGHER, "top": HIGHER,
     "canaries": HIGHER, "time_budget": HIGHER, "time_budget_s": HIGHER, "check_seed": HIGHER,
     "neighbours": HIGHER,
+    # measured facts of the result that bound its power (results.MEASURED_POWER)
+    "members": HIGHER, "non_members": HIGHER, "canary_count": HIGHER, "inputs_screened": HIGHER,
     "mix-and-match.top_k": HIGHER, "cea.epochs": HIGHER,
     # accepting a partial measurement is weaker than refusing it
     "allow_inconclusive": LOWER,
@@ -108,6 +112,8 @@ def compare_setting(attack: str, setting: str, before: Any, after: Any) -> dict[
         return {**found, "problem": "unknown"}
     if before == after:
         return None
+    if before is _ABSENT and setting in MEASURED_POWER:
+        return None      # a baseline saved before these facts were recorded: judged on them from its next save
     if rule == EQUAL or before is _ABSENT or after is _ABSENT:
         return {**found, "problem": "changed"}
     old, new = _magnitude(setting, before), _magnitude(setting, after)
