@@ -638,11 +638,16 @@ def dp_training_result(run: DPAuditRun, epsilon: float, delta: float, confidence
                       target={"threat_model": best.threat_model, "method": best.method})
 
 
+def checked_name(name: str | None, example: str) -> str | None:
+    """``name`` when it is ``None`` or a non-empty string; else a ``ValueError`` whose fix shows ``example``."""
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise ValueError(f"name must be a non-empty string or None, got {name!r}; fix: a stable label such as "
+                         f"name={example!r}")
+    return name
+
+
 def default_label(train, epsilon: float, delta: float, name: str | None) -> str:
-    if name is not None:
-        if not isinstance(name, str) or not name.strip():
-            raise ValueError(f"name must be a non-empty string or None, got {name!r}; fix: a stable label such "
-                             "as name='intent classifier eps=4'")
+    if checked_name(name, "intent classifier eps=4") is not None:
         return name
     return f"{getattr(train, '__qualname__', 'train')} ({epsilon:g}, {delta:g})-DP"
 

@@ -115,10 +115,9 @@ def _result(properties, facts, confidence: float, *, label: str, threshold: floa
 
 
 def _label(train, name: str | None) -> str:
-    if name is not None:
-        if not isinstance(name, str) or not name.strip():
-            raise ValueError(f"name must be a non-empty string or None, got {name!r}; fix: a stable label such as "
-                             "name='intent classifier sampler'")
+    from .audit import checked_name
+
+    if checked_name(name, "intent classifier sampler") is not None:
         return name
     return f"{getattr(train, '__qualname__', 'train')} sampling"
 

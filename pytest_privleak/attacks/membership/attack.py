@@ -239,14 +239,9 @@ def pick(measurements: Sequence[MembershipMeasurement], select: str | float = "a
 
 
 def membership_inference(scorer: Any, members: Sequence[Any], non_members: Sequence[Any], *,
-                         reference: Any = None, method: str = "auto", references: Any = None,
-                         population: Sequence[Any] | None = None, k: int = 4, online: bool = False,
-                         gamma: float = DEFAULT_GAMMA, offline_a: float | str = "auto",
-                         variance: str = "auto", lira_statistic: str = "logit", seed: int = 0,
-                         confidence: float = 0.95, fprs: Sequence[float] = DEFAULT_FPRS,
-                         exposed: int = DEFAULT_EXPOSED, redact: bool = False,
-                         time_budget_s: float | None = None, select: str | float = "auc") -> MembershipMeasurement:
-    """Run ``method`` on both sets, then AUC and TPR at each FPR in ``fprs`` (see the module docstring).
+                         select: str | float = "auc", **options: Any) -> MembershipMeasurement:
+    """Run ``method`` on both sets, then AUC and TPR at each FPR in ``fprs`` (see the module docstring);
+    ``options`` are :func:`measure_methods`'s (``reference``, ``method``, ``references``, ``k``, ``fprs``, ...).
 
     ``references``: a :class:`~.references.TargetRecipe` (``k``
     references are trained with it, ``online`` or offline, on ``population``
@@ -257,8 +252,4 @@ def membership_inference(scorer: Any, members: Sequence[Any], non_members: Seque
     ``fprs``: the highest TPR there), its intervals at a Bonferroni share of
     ``confidence`` (:func:`measure_methods`, :func:`pick`).
     """
-    return pick(measure_methods(scorer, members, non_members, reference=reference, method=method,
-                                references=references, population=population, k=k, online=online, gamma=gamma,
-                                offline_a=offline_a, variance=variance, lira_statistic=lira_statistic, seed=seed,
-                                confidence=confidence, fprs=fprs, exposed=exposed, redact=redact,
-                                time_budget_s=time_budget_s), select)
+    return pick(measure_methods(scorer, members, non_members, **options), select)
