@@ -17,11 +17,25 @@ does for k at once, model j as if it trained alone:
 Models trained together must have the same stacked parameter shapes (the
 vocabulary-sized ones padded, :mod:`.plan`) and the same number of training
 items (the same number of steps per epoch); :func:`.plan.stack_groups` groups them so.
+
+**Lanes.** On the CPU a stack's arithmetic grows with k (the recurrence is
+one fused kernel per model, at one core's compute limit with the targets'
+shapes), so a process with more than one core splits the stack into
+``lanes`` smaller stacks that train at once, each in its own thread (torch
+releases the GIL inside its kernels; each kernel runs on one core, as the
+targets' one torch thread asks). A model's weights do not depend on the
+models it is stacked with, so they do not depend on the lanes either
+(``tests/test_stacked_lanes.py``). The default is the trainings this process
+may run at once (:func:`pytest_privleak.targets.parallel.current`, which the
+plugin sets from ``--privleak-train-processes``: the cores this process may
+use); 1 outside pytest and on a GPU, where one stack is the fast way.
 """
 from __future__ import annotations
 
+import contextvars
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -63,6 +77,7 @@ def fit_stacked(
     on_epoch: Callable[[int, dict, dict], None] | None = None,
     vocabulary_sized: Sequence[str] = (),
     padding_fill: dict[str, float] | None = None,
+    lanes: int | None = None,
 ) -> list[TrainingHistory]:
     """Train ``nets`` (k same-shaped networks, initialised) together; their final weights are written back.
 
@@ -75,11 +90,63 @@ def fit_stacked(
     each epoch (padded rows included: :func:`.params.load_model_state` cuts
     them). ``vocabulary_sized``: parameters whose rows are padded in the
     stack (:mod:`.plan`), their padded rows set to ``padding_fill[name]``
-    (default 0). Returns each model's :class:`TrainingHistory`.
+    (default 0). ``lanes``: stacks trained at once in threads (None: see the
+    module's docstring). Returns each model's :class:`TrainingHistory`.
     """
     k = len(nets)
     if not (len(train_sets) == len(valid_sets) == len(seeds) == len(noise_seeds) == len(names) == k):
         raise ValueError("fit_stacked needs one train split, valid split, seed, noise seed and name per model")
+    lanes = min(default_lanes(device) if lanes is None else _checked_lanes(lanes), k)
+    options = dict(loss_fn=loss_fn, take=take, epochs=epochs, batch_size=batch_size, lr=lr, device=device,
+                   early_stopping=early_stopping, patience=patience, grad_clip=grad_clip, progress=progress,
+                   eval_batch_size=eval_batch_size, optimizer=optimizer, momentum=momentum, lr_decay=lr_decay,
+                   after_backward=after_backward, vocabulary_sized=vocabulary_sized, padding_fill=padding_fill)
+    if lanes <= 1:
+        return _fit_one_stack(nets, train_sets, valid_sets, seeds=seeds, noise_seeds=noise_seeds, names=names,
+                              before_validation=before_validation, on_epoch=on_epoch, **options)
+    chunks = [list(range(k))[lane::lanes] for lane in range(lanes)]
+
+    def lane(members: list[int]) -> list[TrainingHistory]:
+        validation = None if before_validation is None else (
+            lambda params, models: before_validation(params, [members[m] for m in models]))
+        epoch_hook = None if on_epoch is None else (lambda j, state, row: on_epoch(members[j], state, row))
+        return _fit_one_stack([nets[j] for j in members], [train_sets[j] for j in members],
+                              [valid_sets[j] for j in members], seeds=[seeds[j] for j in members],
+                              noise_seeds=[noise_seeds[j] for j in members], names=[names[j] for j in members],
+                              before_validation=validation, on_epoch=epoch_hook, **options)
+
+    with ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="privleak-stack-lane") as pool:
+        futures = [pool.submit(contextvars.copy_context().run, lane, members) for members in chunks]
+        results = [future.result() for future in futures]
+    histories: list[TrainingHistory | None] = [None] * k
+    for members, result in zip(chunks, results):
+        for j, history in zip(members, result):
+            histories[j] = history
+    return histories
+
+
+def default_lanes(device: torch.device | str) -> int:
+    """Stacks to train at once: the trainings this process may run at once on the CPU, 1 on a GPU."""
+    if torch.device(device).type != "cpu":
+        return 1
+    from ..parallel import current
+
+    return current().processes
+
+
+def _checked_lanes(lanes: object) -> int:
+    if isinstance(lanes, bool) or not isinstance(lanes, int) or lanes < 1:
+        raise ValueError(f"lanes={lanes!r} must be an integer >= 1 (1: one stack) or None (the cores this process "
+                         "may use)")
+    return lanes
+
+
+def _fit_one_stack(nets, train_sets, valid_sets, *, loss_fn, take, seeds, noise_seeds, epochs, batch_size, lr,
+                   device, names, early_stopping, patience, grad_clip, progress, eval_batch_size, optimizer,
+                   momentum, lr_decay, after_backward, before_validation, on_epoch, vocabulary_sized,
+                   padding_fill) -> list[TrainingHistory]:
+    """:func:`fit_stacked` for one stack, in this thread."""
+    k = len(nets)
     sizes = {len(items) for items in train_sets}
     if len(sizes) != 1 or 0 in sizes:
         raise ValueError(f"stacked models need non-empty training splits of one size, got {sorted(sizes)}")
