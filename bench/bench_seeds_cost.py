@@ -12,12 +12,14 @@ For each recurrent target, in one process on this CPU (one torch thread), side b
   training now takes);
 * ``new_k``: k seeds as one stack (:func:`pytest_privleak.targets.train_targets`);
 * ``old_k``: k seeds one after another on the pre-35 path (``--skip-old7``:
-  estimated as k x ``old1`` instead).
+  estimated as k x ``old1`` instead);
+* ``lanes_k``: k seeds as ``--lanes`` stacks trained at once in threads (default: the cores this
+  process may use; what a pytest run without xdist workers does), each on one torch thread.
 
 It prints the seconds and the ratios ``old_k / new_k`` (what k seeds cost
 less now), ``new1 / old1`` (what one seed costs now; above 1 would mean a
 single seed pays for stacking) and ``new_k / new1`` (the price of k seeds in
-seeds). The data are the sample project's: the 1500-utterance generated Snips-like corpus with a
+seeds), and ``new_k / lanes_k`` (what the lanes save). The data are the sample project's: the 1500-utterance generated Snips-like corpus with a
 4-digit pin said 100 times (joint model, language model) and a generated CoNLL-like corpus of 1000
 sentences (tagger), with each target's default config but ``--epochs`` (default 2: the costs per epoch
 are what is compared). The transformer targets (``causal-lm``, ``transformer-classifier``) are not
@@ -46,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pytest_privleak.canaries import canary, inject_canaries  # noqa: E402
 from pytest_privleak.data.synthetic import generate_snips_like  # noqa: E402
 from pytest_privleak.data.synthetic_ner import generate_ner_like  # noqa: E402
-from pytest_privleak.targets import STACKED, train_targets  # noqa: E402
+from pytest_privleak.targets import STACKED, parallel, train_targets  # noqa: E402
 from pytest_privleak.targets import joint_nlu, lstm_lm, ner_tagger, training  # noqa: E402
 from pytest_privleak.targets.unk_training import (drop_to_unk, finish_unk_rows, rare_word_rows,  # noqa: E402
                                                   set_unk_row, unk_probabilities)
@@ -195,6 +197,8 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=7)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--skip-old7", action="store_true", help="estimate k seeds one by one as k x old1")
+    parser.add_argument("--lanes", type=int, default=parallel.usable_cores(),
+                        help="stacks trained at once for lanes_k (default: the cores this process may use)")
     parser.add_argument("--sample", action="store_true", help="time the sample project cold at 1 and k seeds")
     parser.add_argument("--baseline-ref", default=None, help="with --sample: also run the package of this git ref")
     args = parser.parse_args()
@@ -206,7 +210,7 @@ def main() -> None:
     k = args.k
     print(f"k = {k} seeds, {args.epochs} epoch(s) each, one torch thread; seconds, measured side by side in one run")
     print(f"{'target':18} {'old1':>7} {'new1':>7} {'old_k':>8} {'new_k':>8} {'old_k/new_k':>11} {'new1/old1':>9} "
-          f"{'new_k/new1':>10}")
+          f"{'new_k/new1':>10} {'lanes_k':>8} {'new_k/lanes_k':>13}")
     for name in args.targets.split(","):
         kind = KINDS[name]
         old, config_cls = OLD[name]
@@ -217,12 +221,15 @@ def main() -> None:
         old1 = seconds(lambda: old(dataset, config, 0))
         new1 = seconds(lambda: train_targets(kind, [(dataset, 0)], progress=False, **fields))
         new_k = seconds(lambda: train_targets(kind, [(dataset, s) for s in range(k)], progress=False, **fields))
+        parallel.configure(processes=args.lanes)
+        lanes_k = seconds(lambda: train_targets(kind, [(dataset, s) for s in range(k)], progress=False, **fields))
+        parallel.configure(processes=1)
         if args.skip_old7:
             old_k, mark = k * old1, "~"
         else:
             old_k, mark = seconds(lambda: [old(dataset, config, s) for s in range(k)]), " "
         print(f"{kind:18} {old1:7.1f} {new1:7.1f} {mark}{old_k:7.1f} {new_k:8.1f} {old_k / new_k:11.2f} "
-              f"{new1 / old1:9.2f} {new_k / new1:10.2f}", flush=True)
+              f"{new1 / old1:9.2f} {new_k / new1:10.2f} {lanes_k:8.1f} {new_k / lanes_k:13.2f}", flush=True)
     for kind in ("causal-lm", "transformer-classifier"):
         if kind not in STACKED:
             print(f"{kind:18} not stacked: its seeds train one by one")

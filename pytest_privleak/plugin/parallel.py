@@ -50,9 +50,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     """pytest, at start-up: register ``--privleak-train-processes`` and its ini default."""
     group = parser.getgroup("privleak", "privacy leakage assertions (pytest-privleak)")
     group.addoption(OPTION, dest="privleak_train_processes", default=None, metavar="N",
-                    help="processes that train an own model's seeds (and references) at once: auto (default: the "
-                         "cores this process may use; an xdist worker its share of its host's, and idle workers "
-                         "help) or N (1: one after another)")
+                    help="processes that train an own model's seeds (and references) at once, and threads a built-in "
+                         "target's seed stack splits into on the CPU: auto (default: the cores this process may "
+                         "use; an xdist worker its share of its host's, and idle workers help) or N (1: one after "
+                         "another, one stack)")
     parser.addini(INI, f"default for {OPTION} (default auto)", default="")
 
 
