@@ -176,7 +176,9 @@ def train_target_seeds(kind: str, dataset: Any, *, seeds: int, seed: int = 0, de
     """The built-in target ``kind`` trained with ``seeds`` training seeds (see :func:`..train_target`).
 
     The kinds of :data:`..STACKED` train the seeds missing from the cache as
-    one stacked training (:func:`..train_targets`), the others one after another.
+    one stacked training (:func:`..train_targets`; under xdist two, the second
+    for a worker out of tests: :func:`.parallel.spread_stack`), the others one
+    after another.
     """
     from . import STACKED, train_target, train_targets
 
@@ -184,6 +186,9 @@ def train_target_seeds(kind: str, dataset: Any, *, seeds: int, seed: int = 0, de
         k = check_seed_count(seeds)
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise ValueError(f"seed={seed!r} must be an integer (the first training seed)")
+        from .parallel import spread_stack
+
+        spread_stack(kind, dataset, range(seed, seed + k), device=device, cache=cache, config=config)
         models = train_targets(kind, [(dataset, s) for s in range(seed, seed + k)], device=device, cache=cache,
                                **config)
         return SeedModels(models, list(range(seed, seed + k)), name=f"train_target({kind!r})")

@@ -36,8 +36,13 @@ why (only where spreading would have paid: its first training took
 :data:`.pool.START_AFTER` seconds or more). A training that fails in another
 process is trained again here, so its error reads as before.
 
+A built-in target's seeds train as one stack (:mod:`..stacked`); under
+xdist :func:`spread_stack` cuts the missing ones in two stacks and posts the
+second for a worker out of tests (:mod:`.stacks`).
+
 Modules: :mod:`.jobs` (a training, and as JSON), :mod:`.pool` (the child
-processes), :mod:`.board` (the xdist job board's poster and helper).
+processes), :mod:`.board` (the xdist job board's poster and helper),
+:mod:`.stacks` (a built-in target's seed stack as two jobs).
 """
 from __future__ import annotations
 
@@ -52,8 +57,8 @@ from .board import help_others, post_and_run
 from .jobs import NotPortable, OwnTraining, from_job, note, to_job
 from .pool import shutdown
 
-__all__ = ["OwnTraining", "NotPortable", "configure", "current", "prefetch", "help_others", "shutdown",
-           "usable_cores", "to_job", "from_job"]
+__all__ = ["OwnTraining", "NotPortable", "configure", "current", "prefetch", "spread_stack", "help_others",
+           "shutdown", "usable_cores", "to_job", "from_job"]
 
 
 @dataclass(frozen=True)
@@ -126,3 +131,35 @@ def prefetch(trainings: Sequence[OwnTraining], *, what: str) -> dict[int, Any]:
     else:
         post_and_run(spread.board, missing, jobs, here)
     return made
+
+
+def spread_stack(kind: str, dataset: Any, seeds: Sequence[int], *, device: str, cache: Any,
+                 config: dict[str, Any]) -> bool:
+    """Under xdist, train the seeds of ``kind`` the cache lacks as two stacks, the second posted on the job
+    board for a worker out of tests (:mod:`.stacks`); True when it did (the caller then loads them all).
+
+    Nothing happens without a board, a cache, a CPU device (on a GPU one stack is the fast way) or two missing
+    seeds, or when the stack cannot be run by another worker; the caller trains them as one stack then.
+    """
+    from .stacks import StackTraining, to_stack_job
+
+    board = _spread.board
+    if board is None or cache is None or str(device).split(":")[0] != "cpu":
+        return False
+    whole = StackTraining(kind, dataset, tuple(seeds), cache, str(device), dict(config))
+    try:
+        keys = whole.model_keys()
+    except (TypeError, ValueError):
+        return False
+    missing = tuple(s for s, key in zip(seeds, keys) if not cache.has(key))
+    if len(missing) < 2:
+        return False
+    half = -(-len(missing) // 2)
+    stacks = [StackTraining(kind, dataset, part, cache, str(device), dict(config))
+              for part in (missing[:half], missing[half:])]
+    try:
+        jobs = [to_stack_job(t) for t in stacks]
+    except NotPortable:
+        return False
+    post_and_run(board, stacks, jobs, lambda training: training.run())
+    return True

@@ -10,12 +10,18 @@ from collections.abc import Callable
 from typing import Any
 
 from .jobs import NotPortable, OwnTraining, from_job, note
+from .stacks import StackTraining, from_stack_job, is_stack_job
 
 __all__ = ["post_and_run", "help_others"]
 
 
-def post_and_run(board: Any, trainings: list[OwnTraining], jobs: list[dict],
-                 here: Callable[[OwnTraining], None]) -> None:
+def _published(training: "OwnTraining | StackTraining", key: str) -> bool:
+    """Whether the cache holds what ``training`` makes (a stack: every seed's model)."""
+    return training.done() if isinstance(training, StackTraining) else training.cache.has(key)
+
+
+def post_and_run(board: Any, trainings: "list[OwnTraining] | list[StackTraining]", jobs: list[dict],
+                 here: Callable[[Any], None]) -> None:
     """Post every training, run each one this worker claims first; leave the others to their helpers."""
     keys = [job["key"] for job in jobs]
     for key, job in zip(keys, jobs):
@@ -32,9 +38,9 @@ def post_and_run(board: Any, trainings: list[OwnTraining], jobs: list[dict],
             board.withdraw(key)
     for key, training in others:         # claimed by a helper: wait for it to publish, while it lives
         holder = board.claimer(key)
-        if holder is not None and not training.cache.has(key):
+        if holder is not None and not _published(training, key):
             note(f"waiting for worker {holder} to train {training.label}")
-        while board.claimer(key) is not None and not training.cache.has(key):
+        while board.claimer(key) is not None and not _published(training, key):
             time.sleep(0.2)
 
 
@@ -56,11 +62,11 @@ def help_others(board: Any, device: str | None = None, poll: float = 0.5) -> int
                 skipped.add(key)
                 continue
             try:
-                training = from_job(job, device=device)
+                training = (from_stack_job if is_stack_job(job) else from_job)(job, device=device)
             except NotPortable:
                 skipped.add(key)
                 continue
-            if training.cache.has(key) or not board.claim(key):
+            if _published(training, key) or not board.claim(key):
                 continue
             try:
                 training.run()

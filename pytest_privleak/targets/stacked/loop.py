@@ -35,8 +35,8 @@ from __future__ import annotations
 import contextvars
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import torch
