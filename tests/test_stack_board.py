@@ -58,9 +58,9 @@ def test_a_stack_job_is_json_and_keys_each_seed_as_train_target_does(tmp_path):
     job = to_stack_job(stack)
     assert job["type"] == "stack" and job["seeds"] == [2, 3] and job["kind"] == "joint-bilstm-crf"
     again = from_stack_job(json.loads(json.dumps(job)))
-    assert again.key() == stack.key() and not again.done()
+    assert again.key() == stack.key() and not again.published(again.key())
     trained = [train_target("joint-bilstm-crf", DATA, cache=cache, seed=s, **CONFIG) for s in (2, 3)]
-    assert stack.model_keys() == [m.content_hash for m in trained] and stack.done()
+    assert stack.model_keys == [m.content_hash for m in trained] and stack.published(stack.key())
 
 
 def test_a_stack_that_cannot_travel_stays_here(tmp_path, spread):

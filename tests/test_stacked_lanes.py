@@ -1,15 +1,12 @@
 """A stack split into lanes trained at once in threads (issue 35): the same weights as one stack, in less time."""
 
-import random
 import threading
 
 import pytest
 import torch
 
-from pytest_privleak.canaries import canary, inject_canaries
+from helpers_training_data import noisy_intents, small_ner, snips_with_pin
 from pytest_privleak.data.synthetic import generate_snips_like
-from pytest_privleak.data.synthetic_ner import generate_ner_like
-from pytest_privleak.data.types import Utterance
 from pytest_privleak.targets import parallel, train_targets
 from pytest_privleak.targets.stacked import loop
 
@@ -26,13 +23,12 @@ CONFIGS = {
 
 @pytest.fixture(scope="module")
 def data():
-    return inject_canaries(generate_snips_like(n_train=70, n_valid=20, n_test=20, seed=1), canary("pin", 4, seed=3),
-                           repeats=5)
+    return snips_with_pin()
 
 
 @pytest.fixture(scope="module")
 def ner_data():
-    return generate_ner_like(n_train=60, n_valid=10, n_test=10, seed=5)
+    return small_ner()
 
 
 @pytest.fixture
@@ -73,15 +69,8 @@ def test_seven_seeds_in_three_lanes_are_bitwise_the_seeds_of_one_stack(data, ner
 
 
 def test_lanes_stop_early_on_their_own_and_keep_each_models_best_weights(processes, one_torch_thread):
-    """Random intents: each model overfits and stops at its own epoch, so the lanes end at different times."""
-    rng = random.Random(0)
-    base = generate_snips_like(n_train=60, n_valid=30, n_test=0, seed=5)
-    intents = sorted({u.intent for u in base.all_utterances()})
-
-    def noisy(items):
-        return tuple(Utterance(u.tokens, u.tags, rng.choice(intents)) for u in items)
-
-    data = base.replace(train=noisy(base.train), valid=noisy(base.valid))
+    """Each model overfits the random intents and stops at its own epoch, so the lanes end at different times."""
+    data = noisy_intents()
     cfg = dict(early_stopping=True, patience=2, epochs=40, batch_size=16, embedding_dim=16, hidden_dim=16, lr=1e-2,
                dropout=0.1)
     processes(1)

@@ -1,16 +1,12 @@
 """Seeds trained together (issue 35): k models stacked on a model axis, each exactly the model trained alone."""
 
-import random
 
 import pytest
 import torch
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from torchcrf import CRF
 
-from pytest_privleak.canaries import canary, inject_canaries
-from pytest_privleak.data.synthetic import generate_snips_like
-from pytest_privleak.data.synthetic_ner import generate_ner_like
-from pytest_privleak.data.types import Utterance
+from helpers_training_data import noisy_intents, small_ner, snips_with_pin
 from pytest_privleak.targets import train_target, train_targets
 from pytest_privleak.targets import joint_nlu
 from pytest_privleak.targets.seeds import train_target_seeds
@@ -27,13 +23,12 @@ TINY = dict(epochs=3, batch_size=16, embedding_dim=8, hidden_dim=8)
 
 @pytest.fixture(scope="module")
 def data():
-    return inject_canaries(generate_snips_like(n_train=70, n_valid=20, n_test=20, seed=1), canary("pin", 4, seed=3),
-                           repeats=5)
+    return snips_with_pin()
 
 
 @pytest.fixture(scope="module")
 def ner_data():
-    return generate_ner_like(n_train=60, n_valid=10, n_test=10, seed=5)
+    return small_ner()
 
 
 def weights(model) -> dict:
@@ -72,14 +67,7 @@ def test_a_model_trained_among_seven_is_bitwise_the_model_trained_alone(data, ne
 
 def test_models_that_stop_early_leave_the_stack_and_the_others_go_on(one_torch_thread):
     """Random intents: each model overfits and stops at its own epoch, with its best weights restored."""
-    rng = random.Random(0)
-    base = generate_snips_like(n_train=60, n_valid=30, n_test=0, seed=5)
-    intents = sorted({u.intent for u in base.all_utterances()})
-
-    def noisy(items):
-        return tuple(Utterance(u.tokens, u.tags, rng.choice(intents)) for u in items)
-
-    data = base.replace(train=noisy(base.train), valid=noisy(base.valid))
+    data = noisy_intents()
     cfg = dict(early_stopping=True, patience=2, epochs=40, batch_size=16, embedding_dim=16, hidden_dim=16, lr=1e-2,
                dropout=0.1, unk_alpha=0.25)
     stacked = train_targets("joint-bilstm-crf", [(data, s) for s in range(4)], progress=False, **cfg)

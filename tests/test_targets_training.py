@@ -1,12 +1,11 @@
 """The shared training loop: determinism, early stopping with best-weight restore, config checks."""
-import random
 
 import pytest
 import torch
 from torch import nn
 
 from pytest_privleak.data.synthetic import generate_snips_like
-from pytest_privleak.data.types import Utterance
+from helpers_training_data import noisy_intents
 from pytest_privleak.targets import train_target
 from pytest_privleak.targets.joint_nlu import batch_loss, collate, encode_utterances
 from pytest_privleak.targets.training import _mean_loss, fit, make_config, seeded, torch_threads
@@ -53,14 +52,7 @@ def test_without_early_stopping_the_last_weights_are_kept():
 
 def test_joint_model_stops_early_on_noisy_labels():
     """Random intents: the model overfits the train split and the validation loss turns."""
-    rng = random.Random(0)
-    base = generate_snips_like(n_train=60, n_valid=30, n_test=0, seed=5)
-    intents = sorted({u.intent for u in base.all_utterances()})
-
-    def noisy(items):
-        return tuple(Utterance(u.tokens, u.tags, rng.choice(intents)) for u in items)
-
-    data = base.replace(train=noisy(base.train), valid=noisy(base.valid))
+    data = noisy_intents()
     model = train_target("joint-bilstm-crf", data, progress=False, early_stopping=True, patience=3, epochs=60,
                          batch_size=16, embedding_dim=32, hidden_dim=32, lr=1e-2)
     assert model.stopped_early and model.stopped_epoch < 60

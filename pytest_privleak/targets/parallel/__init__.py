@@ -148,7 +148,7 @@ def spread_stack(kind: str, dataset: Any, seeds: Sequence[int], *, device: str, 
         return False
     whole = StackTraining(kind, dataset, tuple(seeds), cache, str(device), dict(config))
     try:
-        keys = whole.model_keys()
+        keys = whole.model_keys
     except (TypeError, ValueError):
         return False
     missing = tuple(s for s, key in zip(seeds, keys) if not cache.has(key))

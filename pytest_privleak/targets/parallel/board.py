@@ -15,11 +15,6 @@ from .stacks import StackTraining, from_stack_job, is_stack_job
 __all__ = ["post_and_run", "help_others"]
 
 
-def _published(training: "OwnTraining | StackTraining", key: str) -> bool:
-    """Whether the cache holds what ``training`` makes (a stack: every seed's model)."""
-    return training.done() if isinstance(training, StackTraining) else training.cache.has(key)
-
-
 def post_and_run(board: Any, trainings: "list[OwnTraining] | list[StackTraining]", jobs: list[dict],
                  here: Callable[[Any], None]) -> None:
     """Post every training, run each one this worker claims first; leave the others to their helpers."""
@@ -38,9 +33,9 @@ def post_and_run(board: Any, trainings: "list[OwnTraining] | list[StackTraining]
             board.withdraw(key)
     for key, training in others:         # claimed by a helper: wait for it to publish, while it lives
         holder = board.claimer(key)
-        if holder is not None and not _published(training, key):
+        if holder is not None and not training.published(key):
             note(f"waiting for worker {holder} to train {training.label}")
-        while board.claimer(key) is not None and not _published(training, key):
+        while board.claimer(key) is not None and not training.published(key):
             time.sleep(0.2)
 
 
@@ -66,7 +61,7 @@ def help_others(board: Any, device: str | None = None, poll: float = 0.5) -> int
             except NotPortable:
                 skipped.add(key)
                 continue
-            if _published(training, key) or not board.claim(key):
+            if training.published(key) or not board.claim(key):
                 continue
             try:
                 training.run()

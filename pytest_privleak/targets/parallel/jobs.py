@@ -67,6 +67,10 @@ class OwnTraining:
 
         _check(self.train, self.build, self.wrap, self.dataset)
 
+    def published(self, key: str) -> bool:
+        """Whether the cache holds this training's model (``key``: its :meth:`key`, computed once by the caller)."""
+        return self.cache.has(key)
+
     def key(self) -> str:
         from ..own_model import own_model_key
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from .jobs import NotPortable, _cache_spec, _dataset, _dataset_spec, _open_cache, in_part, torch_settings
@@ -50,8 +51,9 @@ class StackTraining:
             return train_targets(self.kind, [(self.dataset, s) for s in self.seeds], device=self.device,
                                  cache=self.cache, **self.config)
 
+    @cached_property
     def model_keys(self) -> list[str]:
-        """The cache key of each seed's model, as ``train_target`` gives it."""
+        """The cache key of each seed's model, as ``train_target`` gives it (computed once)."""
         import importlib
 
         from ..training import cache_key, make_config
@@ -64,10 +66,11 @@ class StackTraining:
     def key(self) -> str:
         from ...cache.targets import content_hash
 
-        return "stack-" + content_hash({"kind": self.kind, "models": self.model_keys()})
+        return "stack-" + content_hash({"kind": self.kind, "models": self.model_keys})
 
-    def done(self) -> bool:
-        return all(self.cache.has(k) for k in self.model_keys())
+    def published(self, key: str) -> bool:
+        """Whether the cache holds every seed's model (``key``, the stack's, names the job only)."""
+        return all(self.cache.has(k) for k in self.model_keys)
 
     @property
     def label(self) -> str:
